@@ -1,0 +1,218 @@
+/*
+ * tally/arch.h - compiler, OS and architecture detection; atomics; CPU id.
+ *
+ * Everything platform-specific in tally lives here (and in the rseq fast
+ * path, rseq.h). Atomics are the __atomic builtins on plain fields, so the
+ * headers compile as C11 and as C++11 and up with gcc and clang, inline on
+ * -m32, and are understood by ThreadSanitizer.
+ */
+#ifndef TALLY_ARCH_H
+#define TALLY_ARCH_H
+
+#include <tally/config.h>
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if TALLY_DEBUG
+#  include <assert.h>
+#endif
+
+#if defined(__unix__) || defined(__APPLE__)
+#  include <fcntl.h>
+#  include <unistd.h>
+#endif
+#if defined(__linux__)
+#  include <sched.h>
+#  define TALLY__LINUX 1
+#else
+#  define TALLY__LINUX 0
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if !defined(__GNUC__) && !defined(__clang__)
+#  error "tally needs gcc or clang (__atomic builtins)"
+#endif
+
+#if !defined(__cplusplus)
+#  include <stdbool.h>
+#endif
+
+/* ---- sanitizers -------------------------------------------------------- */
+#if defined(__SANITIZE_THREAD__)
+#  define TALLY__TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define TALLY__TSAN 1
+#  endif
+#endif
+#ifndef TALLY__TSAN
+#  define TALLY__TSAN 0
+#endif
+
+#define TALLY__INLINE static inline __attribute__((always_inline))
+#define TALLY__UNUSED __attribute__((unused))
+#define tally__likely(x) __builtin_expect(!!(x), 1)
+#define tally__unlikely(x) __builtin_expect(!!(x), 0)
+
+#if TALLY_DEBUG
+#  define tally__bad(cond) (assert(!(cond)), tally__unlikely(cond))
+#else
+#  define tally__bad(cond) tally__unlikely(cond)
+#endif
+
+/* ---- word types -------------------------------------------------------- */
+#if TALLY_WORD_BITS == 64
+typedef uint64_t tally_uword;
+typedef int64_t tally_sword;
+#  define TALLY_SWORD_MAX INT64_MAX
+#  define TALLY_SWORD_MIN INT64_MIN
+#  define TALLY_UWORD_MAX UINT64_MAX
+#else
+typedef uint32_t tally_uword;
+typedef int32_t tally_sword;
+#  define TALLY_SWORD_MAX INT32_MAX
+#  define TALLY_SWORD_MIN INT32_MIN
+#  define TALLY_UWORD_MAX UINT32_MAX
+#endif
+
+/*
+ * Unsigned to signed without implementation-defined conversion: values past
+ * TALLY_SWORD_MAX map to their two's-complement negative.
+ */
+TALLY__INLINE tally_sword tally__to_signed(tally_uword u)
+{
+	if (u <= (tally_uword)TALLY_SWORD_MAX)
+		return (tally_sword)u;
+	return (tally_sword)(u - (tally_uword)TALLY_SWORD_MAX - 1u) + TALLY_SWORD_MIN;
+}
+
+/* ---- atomics ------------------------------------------------------------
+ * Relaxed unless named otherwise; every stronger order at a call site
+ * carries a comment naming the access it pairs with.
+ */
+#define tally__load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define tally__load_acq(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define tally__store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define tally__store_rel(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define tally__add(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
+#define tally__fetch_add(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define tally__xchg(p, v) __atomic_exchange_n((p), (v), __ATOMIC_RELAXED)
+#define tally__cas(p, oldp, v)                                                 \
+	__atomic_compare_exchange_n((p), (oldp), (v), 0, __ATOMIC_RELAXED,     \
+				    __ATOMIC_RELAXED)
+#define tally__fence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+/* The atomics tally uses must be lock-free (no libatomic locks). */
+#if __GCC_ATOMIC_POINTER_LOCK_FREE != 2 || __GCC_ATOMIC_INT_LOCK_FREE != 2 ||    \
+	(TALLY_WORD_BITS == 64 && __GCC_ATOMIC_LLONG_LOCK_FREE != 2)
+#  error "tally needs lock-free atomics on pointers and its word type"
+#endif
+
+#if TALLY__LINUX && !defined(__USE_GNU)
+/* glibc declares it only for _GNU_SOURCE; the ABI is the same either way. */
+extern int sched_getcpu(void);
+#endif
+
+TALLY__INLINE void tally__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* ---- process facts ------------------------------------------------------
+ * Computed lazily and idempotently: every thread that races to compute one
+ * computes the same value, so a relaxed store is enough.
+ */
+
+/* Parse the highest CPU number in a list like "0-3,8-11". */
+TALLY__INLINE long tally__parse_cpu_list_max(const char *s)
+{
+	long max = -1, v = -1;
+	for (;; s++) {
+		if (*s >= '0' && *s <= '9') {
+			v = (v < 0 ? 0 : v * 10) + (*s - '0');
+			if (v > 1L << 20)
+				return -1;
+		} else {
+			if (v > max)
+				max = v;
+			v = -1;
+			if (*s == '\0' || *s == '\n')
+				break;
+			if (*s != ',' && *s != '-')
+				return -1;
+		}
+	}
+	return max;
+}
+
+/*
+ * tally__nr_cpu_slots - number of per-CPU slots: every possible CPU id,
+ * whether online or not, so a CPU coming online later has a slot.
+ */
+static inline unsigned tally__nr_cpu_slots(void)
+{
+	static unsigned cached;
+	unsigned n = tally__load(&cached);
+	if (tally__likely(n))
+		return n;
+	long max = -1;
+#if TALLY__LINUX
+	{
+		char buf[256];
+		/* open/read without stdio: no locale, no allocation. */
+		int fd = open("/sys/devices/system/cpu/possible", O_RDONLY);
+		if (fd >= 0) {
+			ssize_t r = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (r > 0) {
+				buf[r] = '\0';
+				max = tally__parse_cpu_list_max(buf);
+			}
+		}
+	}
+#endif
+#if defined(_SC_NPROCESSORS_CONF)
+	{
+		long c = sysconf(_SC_NPROCESSORS_CONF);
+		if (c > max + 1)
+			max = c - 1;
+	}
+#endif
+	n = max >= 0 ? (unsigned)max + 1 : TALLY_FALLBACK_NCPUS;
+	tally__store(&cached, n);
+	return n;
+}
+
+/*
+ * tally__thread_slot - a stable per-thread slot number for platforms with
+ * no way to ask for the current CPU. Threads are spread round-robin.
+ */
+static inline unsigned tally__thread_slot(void)
+{
+	static __thread unsigned slot_plus_one;
+	static unsigned next;
+	unsigned s = slot_plus_one;
+	if (tally__unlikely(!s)) {
+		s = tally__fetch_add(&next, 1u) + 1u;
+		slot_plus_one = s;
+	}
+	return s - 1u;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_ARCH_H */

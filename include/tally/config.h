@@ -1,0 +1,95 @@
+/*
+ * tally/config.h - every tuning knob, each an #ifndef default.
+ *
+ * Define any of these before including a tally header (or on the compiler
+ * command line) to override it. All translation units of one program must
+ * agree on TALLY_WORD_BITS, TALLY_PCPU_MODE and TALLY_CACHELINE, since they
+ * change the layout of tally's structs.
+ */
+#ifndef TALLY_CONFIG_H
+#define TALLY_CONFIG_H
+
+/*
+ * TALLY_WORD_BITS: width of tally_uword / tally_sword, 32 or 64.
+ * Default: the width of long (the kernel's unsigned long counters). Setting
+ * 32 on a 64-bit host reproduces 32-bit wraparound in seconds.
+ */
+#ifndef TALLY_WORD_BITS
+#  if defined(__SIZEOF_LONG__) && __SIZEOF_LONG__ == 8
+#    define TALLY_WORD_BITS 64
+#  else
+#    define TALLY_WORD_BITS 32
+#  endif
+#endif
+#if TALLY_WORD_BITS != 32 && TALLY_WORD_BITS != 64
+#  error "TALLY_WORD_BITS must be 32 or 64"
+#endif
+
+/*
+ * TALLY_CACHELINE: the unit that per-CPU chunks are rounded up to, so no
+ * two CPUs' data share a line. 128 covers adjacent-line prefetch on x86 and
+ * the 128-byte lines of some arm64 parts.
+ */
+#ifndef TALLY_CACHELINE
+#  define TALLY_CACHELINE 128
+#endif
+
+/*
+ * TALLY_PCPU_MODE: how an update reaches the current CPU's slot.
+ *   0  auto: rseq critical section where the platform has one and glibc
+ *      registered rseq, else a relaxed atomic RMW (default)
+ *   1  always the relaxed atomic RMW on the current CPU's slot
+ *   2  rseq only where available, as 0, but a build that lacks rseq support
+ *      is a compile error (for tests that must exercise the rseq path)
+ */
+#ifndef TALLY_PCPU_MODE
+#  define TALLY_PCPU_MODE 0
+#endif
+
+/*
+ * TALLY_WRAP_EARLY: like the kernel's INITIAL_JIFFIES. When 1, monotonic
+ * per-CPU words start just below the unsigned wrap point, so a consumer
+ * that uses raw monotonic values instead of tally_delta() breaks at once.
+ * Exact, hierarchical and clamped values are unaffected: the start offset
+ * is subtracted by every reader that is not documented as raw.
+ */
+#ifndef TALLY_WRAP_EARLY
+#  define TALLY_WRAP_EARLY 0
+#endif
+/* Distance below the wrap point where wrap-early words start. */
+#ifndef TALLY_WRAP_EARLY_OFFSET
+#  define TALLY_WRAP_EARLY_OFFSET 4096u
+#endif
+
+/* TALLY_DEBUG: assert on bad input as well as returning -EINVAL. */
+#ifndef TALLY_DEBUG
+#  define TALLY_DEBUG 0
+#endif
+
+/* tally_counter: minimum default batch (percpu_counter_batch: max(32, 2n)). */
+#ifndef TALLY_COUNTER_MIN_BATCH
+#  define TALLY_COUNTER_MIN_BATCH 32
+#endif
+
+/* tally_vec: ceiling of the default fold threshold (vmstat's 125). */
+#ifndef TALLY_VEC_MAX_THRESHOLD
+#  define TALLY_VEC_MAX_THRESHOLD 125
+#endif
+
+/* rstat: per-CPU update batch before a group's flush count moves
+ * (MEMCG_CHARGE_BATCH). */
+#ifndef TALLY_RSTAT_BATCH
+#  define TALLY_RSTAT_BATCH 64
+#endif
+
+/* rstat: default periodic flush period in nanoseconds (2 s, FLUSH_TIME). */
+#ifndef TALLY_RSTAT_PERIOD_NS
+#  define TALLY_RSTAT_PERIOD_NS 2000000000ull
+#endif
+
+/* Fallback number of CPU slots when the OS cannot tell. */
+#ifndef TALLY_FALLBACK_NCPUS
+#  define TALLY_FALLBACK_NCPUS 64
+#endif
+
+#endif /* TALLY_CONFIG_H */

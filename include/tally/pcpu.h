@@ -1,0 +1,130 @@
+/*
+ * tally/pcpu.h - per-CPU storage: allocation, the current slot, iteration.
+ * Internal: included by the primitives, not by users.
+ *
+ * An object's per-CPU area is one block of (CPU slots + 1) chunks. Each
+ * chunk holds that CPU's words densely (the kernel's percpu layout: a
+ * group's N items for one CPU sit together) and is rounded up to
+ * TALLY_CACHELINE, so no two CPUs' words share a line.
+ *
+ * Slot 0..nr-1 belong to CPUs. Slot nr is the shared slot: it is only ever
+ * updated with atomic RMWs, by threads that cannot use the rseq fast path
+ * while other threads of the process do (plain rseq adds and atomic adds
+ * must never meet on one word).
+ *
+ * Writers of a slot word: tally__pcpu_add() only. Readers (sums, flushes)
+ * load each word once with a relaxed atomic load; a word is never reset,
+ * so a reader sees a value that some prefix of the adds produced.
+ */
+#ifndef TALLY_PCPU_H
+#define TALLY_PCPU_H
+
+#include <tally/arch.h>
+#include <tally/rseq.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tally__pcpu {
+	unsigned char *base; /* private: (nr + 1) chunks of stride bytes */
+	size_t stride;
+	unsigned nr; /* CPU slots; slot nr is the shared slot */
+};
+
+/* Allocate a zeroed per-CPU area of size bytes per slot. 0 or -ENOMEM. */
+static inline int tally__pcpu_alloc(struct tally__pcpu *p, size_t size)
+{
+	unsigned nr = tally__nr_cpu_slots();
+	size_t stride = (size + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
+	if (!stride)
+		stride = TALLY_CACHELINE;
+	if (stride > ((size_t)-1) / (nr + 1u))
+		return -ENOMEM;
+	/* C11 aligned_alloc: the size is a multiple of the alignment. */
+	p->base = (unsigned char *)aligned_alloc(TALLY_CACHELINE, stride * (nr + 1u));
+	if (!p->base)
+		return -ENOMEM;
+	memset(p->base, 0, stride * (nr + 1u));
+	p->stride = stride;
+	p->nr = nr;
+	return 0;
+}
+
+static inline void tally__pcpu_free(struct tally__pcpu *p)
+{
+	free(p->base);
+	p->base = NULL;
+}
+
+/* Number of slots to visit when summing: every CPU plus the shared slot. */
+TALLY__INLINE unsigned tally__pcpu_slots(const struct tally__pcpu *p)
+{
+	return p->nr + 1u;
+}
+
+/* Address of byte offset off in slot s's chunk. */
+TALLY__INLINE void *tally__pcpu_at(const struct tally__pcpu *p, unsigned s, size_t off)
+{
+	return p->base + (size_t)s * p->stride + off;
+}
+
+/*
+ * tally__cpu - the CPU this thread ran on a moment ago: glibc's registered
+ * rseq area (one load), else sched_getcpu(), else a per-thread slot. The
+ * thread may migrate right after; callers use the value as a hint.
+ */
+TALLY__INLINE unsigned tally__cpu(void)
+{
+	int cpu = tally__rseq_cpu();
+	if (tally__likely(cpu >= 0))
+		return (unsigned)cpu;
+#if TALLY__LINUX
+	cpu = sched_getcpu();
+	if (cpu >= 0)
+		return (unsigned)cpu;
+#endif
+	return tally__thread_slot();
+}
+
+/*
+ * tally__pcpu_add - add d to the word at offset off in the current CPU's
+ * chunk; return the word's new value and, in *slot, the slot it landed in.
+ *
+ * Wait-free. With rseq, a plain add in a restartable critical section on
+ * the CPU the thread is running on; otherwise a relaxed atomic RMW on the
+ * slot of the CPU it ran on a moment ago (correct even if it migrated).
+ * Relaxed: orders nothing; callers that publish with the add fence.
+ */
+TALLY__INLINE tally_uword tally__pcpu_add(const struct tally__pcpu *p, size_t off,
+					  tally_uword d, unsigned *slot)
+{
+	unsigned s;
+#if TALLY__HAVE_RSEQ
+	tally_uword nv;
+	if (tally__likely(tally__rseq_add(p->base, p->stride, p->nr, off, d, &nv, slot)))
+		return nv;
+	/* Other threads may be adding plainly to the CPU slots. */
+	s = tally__rseq_registered() ? p->nr : tally__cpu() % p->nr;
+#else
+	s = tally__cpu() % p->nr;
+#endif
+	*slot = s;
+	return tally__add((tally_uword *)tally__pcpu_at(p, s, off), d);
+}
+
+/* Modular sum over all slots of the word at offset off (relaxed loads). */
+TALLY__INLINE tally_uword tally__pcpu_sum(const struct tally__pcpu *p, size_t off)
+{
+	tally_uword sum = 0;
+	unsigned s, n = tally__pcpu_slots(p);
+	for (s = 0; s < n; s++)
+		sum += tally__load((const tally_uword *)tally__pcpu_at(p, s, off));
+	return sum;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_PCPU_H */
