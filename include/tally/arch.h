@@ -106,6 +106,10 @@ TALLY__INLINE tally_sword tally__to_signed(tally_uword u)
 #define tally__cas(p, oldp, v)                                                 \
 	__atomic_compare_exchange_n((p), (oldp), (v), 0, __ATOMIC_RELAXED,     \
 				    __ATOMIC_RELAXED)
+/* CAS whose success publishes what came before it (pairs with load_acq). */
+#define tally__cas_rel(p, oldp, v)                                             \
+	__atomic_compare_exchange_n((p), (oldp), (v), 0, __ATOMIC_RELEASE,     \
+				    __ATOMIC_RELAXED)
 #define tally__fence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 
 /* The atomics tally uses must be lock-free (no libatomic locks). */

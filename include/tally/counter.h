@@ -84,16 +84,25 @@ TALLY__INLINE struct tally__counter_pcpu *tally__counter_slot(const struct tally
 	return (struct tally__counter_pcpu *)tally__pcpu_at(&c->tally__pcpu, s, 0);
 }
 
-/* Fold slot s's local count into the shared count if it reached limit.
- * Lock-free: the CAS on b lets exactly one folder move each local count. */
+/*
+ * Fold slot s's local count into the shared count if |w - b| >= limit.
+ * Lock-free: a CAS on b lets exactly one folder move each local count, and
+ * every successful CAS moves exactly (new b - old b) into the count, so
+ * count - sum(b) never changes and nothing is lost or counted twice.
+ * b is loaded before w, acquire, pairing with the release CAS of an
+ * earlier fold: the w seen is at least as new as the w that fold stored,
+ * so a fold never moves b backwards in w's history (which would leave a
+ * large local count behind).
+ */
 TALLY__INLINE void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
-					    tally_uword w, tally_sword limit)
+					    tally_sword limit)
 {
 	struct tally__counter_pcpu *p = tally__counter_slot(c, s);
-	tally_uword b = tally__load(&p->b);
+	tally_uword b = tally__load_acq(&p->b);
+	tally_uword w = tally__load(&p->w);
 	tally_sword local = tally__to_signed(w - b);
 	if (local >= limit || local <= -limit) {
-		if (tally__cas(&p->b, &b, w))
+		if (tally__cas_rel(&p->b, &b, w))
 			tally__add(&c->tally__count, (tally_uword)local);
 	}
 }
@@ -107,12 +116,11 @@ TALLY__INLINE void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 TALLY__INLINE void tally_counter_add(struct tally_counter *c, tally_sword delta)
 {
 	unsigned s;
-	tally_uword w;
 	if (tally__bad(!c))
 		return;
-	w = tally__pcpu_add(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w),
-			    (tally_uword)delta, &s);
-	tally__counter_fold_slot(c, s, w, c->tally__batch);
+	tally__pcpu_add(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w),
+			(tally_uword)delta, &s);
+	tally__counter_fold_slot(c, s, c->tally__batch);
 }
 
 /*
@@ -175,10 +183,8 @@ static inline void tally_counter_fold_all(struct tally_counter *c)
 	if (tally__bad(!c))
 		return;
 	n = tally__pcpu_slots(&c->tally__pcpu);
-	for (s = 0; s < n; s++) {
-		struct tally__counter_pcpu *p = tally__counter_slot(c, s);
-		tally__counter_fold_slot(c, s, tally__load(&p->w), 1);
-	}
+	for (s = 0; s < n; s++)
+		tally__counter_fold_slot(c, s, 1);
 }
 
 /*

@@ -127,14 +127,16 @@ TALLY__INLINE struct tally__vec_pcpu *tally__vec_slot(const struct tally_vec *v,
 /*
  * Fold slot s's diff for item if it is past the threshold. kind: 0 for
  * mod (|diff| > t, no overstep), +1 for inc, -1 for dec (overstep t/2).
- * Lock-free: a CAS on b lets one folder move each diff.
+ * Lock-free, and conserving as in tally_counter: each successful CAS moves
+ * exactly (new b - old b) into the global. b is loaded acquire before w,
+ * pairing with the release CAS of the fold that stored it.
  */
-TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigned item,
-					tally_uword w, int kind)
+TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigned item, int kind)
 {
 	struct tally__vec_pcpu *p = tally__vec_slot(v, s, item);
 	tally_sword t = v->tally__threshold, over = 0;
-	tally_uword b = tally__load(&p->b);
+	tally_uword b = tally__load_acq(&p->b);
+	tally_uword w = tally__load(&p->w);
 	tally_sword diff = tally__to_signed(w - b);
 	if (kind > 0) {
 		if (diff <= t)
@@ -148,21 +150,19 @@ TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigne
 		return;
 	}
 	/* New diff is -over: b = w + over; the global gains diff + over. */
-	if (tally__cas(&p->b, &b, w + (tally_uword)over))
+	if (tally__cas_rel(&p->b, &b, w + (tally_uword)over))
 		tally__add(&v->tally__global[item], (tally_uword)diff + (tally_uword)over);
 }
 
 TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword d, int kind)
 {
 	unsigned s;
-	tally_uword w;
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return -EINVAL;
-	w = tally__pcpu_add(&v->tally__pcpu,
-			    item * sizeof(struct tally__vec_pcpu) +
-				    offsetof(struct tally__vec_pcpu, w),
-			    (tally_uword)d, &s);
-	tally__vec_fold_slot(v, s, item, w, kind);
+	tally__pcpu_add(&v->tally__pcpu,
+			item * sizeof(struct tally__vec_pcpu) + offsetof(struct tally__vec_pcpu, w),
+			(tally_uword)d, &s);
+	tally__vec_fold_slot(v, s, item, kind);
 	return 0;
 }
 
@@ -244,9 +244,9 @@ static inline void tally_vec_fold(struct tally_vec *v)
 	for (s = 0; s < n; s++) {
 		for (i = 0; i < v->tally__nr_items; i++) {
 			struct tally__vec_pcpu *p = tally__vec_slot(v, s, i);
-			tally_uword b = tally__load(&p->b);
+			tally_uword b = tally__load_acq(&p->b);
 			tally_uword w = tally__load(&p->w);
-			if (w != b && tally__cas(&p->b, &b, w))
+			if (w != b && tally__cas_rel(&p->b, &b, w))
 				tally__add(&v->tally__global[i], w - b);
 		}
 	}
