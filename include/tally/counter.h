@@ -85,23 +85,26 @@ TALLY__INLINE struct tally__counter_pcpu *tally__counter_slot(const struct tally
 }
 
 /*
- * Fold slot s's local count into the shared count if |w - b| >= limit.
+ * Fold slot s's local count into the shared count while |w - b| >= limit.
  * Lock-free: a CAS on b lets exactly one folder move each local count, and
  * every successful CAS moves exactly (new b - old b) into the count, so
  * count - sum(b) never changes and nothing is lost or counted twice.
  * b is loaded before w, acquire, pairing with the release CAS of an
- * earlier fold: the w seen is at least as new as the w that fold stored,
- * so a fold never moves b backwards in w's history (which would leave a
- * large local count behind).
+ * earlier fold: the w seen is at least as new as the w that fold stored.
+ * The loop re-checks after every attempt, so a folder that lost its CAS
+ * to a fold of an older w, or whose CAS won on a stale (ABA) b, leaves
+ * the slot within the bound: it retries only when some fold succeeded.
  */
 TALLY__INLINE void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 					    tally_sword limit)
 {
 	struct tally__counter_pcpu *p = tally__counter_slot(c, s);
-	tally_uword b = tally__load_acq(&p->b);
-	tally_uword w = tally__load(&p->w);
-	tally_sword local = tally__to_signed(w - b);
-	if (local >= limit || local <= -limit) {
+	for (;;) {
+		tally_uword b = tally__load_acq(&p->b);
+		tally_uword w = tally__load(&p->w);
+		tally_sword local = tally__to_signed(w - b);
+		if (local < limit && local > -limit)
+			return;
 		if (tally__cas_rel(&p->b, &b, w))
 			tally__add(&c->tally__count, (tally_uword)local);
 	}
@@ -110,7 +113,8 @@ TALLY__INLINE void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 /*
  * tally_counter_add - add delta (any sign) to c.
  * Any thread, concurrently with every call but init/destroy. Wait-free on
- * the common path (one per-CPU RMW); a fold adds a CAS and an atomic add.
+ * the common path (one per-CPU RMW); a fold adds a CAS and an atomic add
+ * (lock-free: a CAS is retried only after another fold of this slot).
  * Relaxed: orders nothing around it. A NULL c is ignored.
  */
 TALLY__INLINE void tally_counter_add(struct tally_counter *c, tally_sword delta)
@@ -136,10 +140,13 @@ TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
 }
 
 /* tally_counter_error_bound - batch * slots: the most read() can be off by
- * while adds are quiescent (saturates at TALLY_SWORD_MAX). */
+ * while adds are quiescent (saturates at TALLY_SWORD_MAX). NULL c: 0. */
 TALLY__INLINE tally_sword tally_counter_error_bound(const struct tally_counter *c)
 {
-	tally_sword n = (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
+	tally_sword n;
+	if (tally__bad(!c))
+		return 0;
+	n = (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
 	if (c->tally__batch > TALLY_SWORD_MAX / n)
 		return TALLY_SWORD_MAX;
 	return c->tally__batch * n;

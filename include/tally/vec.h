@@ -125,33 +125,38 @@ TALLY__INLINE struct tally__vec_pcpu *tally__vec_slot(const struct tally_vec *v,
 }
 
 /*
- * Fold slot s's diff for item if it is past the threshold. kind: 0 for
+ * Fold slot s's diff for item while it is past the threshold. kind: 0 for
  * mod (|diff| > t, no overstep), +1 for inc, -1 for dec (overstep t/2).
  * Lock-free, and conserving as in tally_counter: each successful CAS moves
  * exactly (new b - old b) into the global. b is loaded acquire before w,
- * pairing with the release CAS of the fold that stored it.
+ * pairing with the release CAS of the fold that stored it; the loop
+ * re-checks after every attempt (see tally__counter_fold_slot).
  */
 TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigned item, int kind)
 {
 	struct tally__vec_pcpu *p = tally__vec_slot(v, s, item);
-	tally_sword t = v->tally__threshold, over = 0;
-	tally_uword b = tally__load_acq(&p->b);
-	tally_uword w = tally__load(&p->w);
-	tally_sword diff = tally__to_signed(w - b);
-	if (kind > 0) {
-		if (diff <= t)
+	tally_sword t = v->tally__threshold;
+	for (;;) {
+		tally_sword over = 0;
+		tally_uword b = tally__load_acq(&p->b);
+		tally_uword w = tally__load(&p->w);
+		tally_sword diff = tally__to_signed(w - b);
+		if (kind > 0) {
+			if (diff <= t)
+				return;
+			over = t / 2;
+		} else if (kind < 0) {
+			if (diff >= -t)
+				return;
+			over = -(t / 2);
+		} else if (diff <= t && diff >= -t) {
 			return;
-		over = t / 2;
-	} else if (kind < 0) {
-		if (diff >= -t)
-			return;
-		over = -(t / 2);
-	} else if (diff <= t && diff >= -t) {
-		return;
+		}
+		/* New diff is -over: b = w + over; the global gains diff + over. */
+		if (tally__cas_rel(&p->b, &b, w + (tally_uword)over))
+			tally__add(&v->tally__global[item],
+				   (tally_uword)diff + (tally_uword)over);
 	}
-	/* New diff is -over: b = w + over; the global gains diff + over. */
-	if (tally__cas_rel(&p->b, &b, w + (tally_uword)over))
-		tally__add(&v->tally__global[item], (tally_uword)diff + (tally_uword)over);
 }
 
 TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword d, int kind)

@@ -1,0 +1,473 @@
+/*
+ * Unit tests for tally/counter.h: percpu_counter rules with exact values.
+ *
+ * Each test pins its thread to the CPU it runs on, so every add lands in
+ * one per-CPU slot and the fold points are exact (a fold happens when that
+ * slot's local count reaches +-batch). Expectations that depend on the
+ * machine are derived from tally__nr_cpu_slots().
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+#include <tally/counter.h>
+
+#define U(x) ((tally_uword)(x))
+
+static void pin(void)
+{
+	cr_assert_geq(harness_pin_here(), 0, "cannot pin the test thread");
+}
+
+static void add_n(struct tally_counter *c, tally_sword d, int n)
+{
+	for (int i = 0; i < n; i++)
+		tally_counter_add(c, d);
+}
+
+/* Expected error bound: batch * (CPU slots + the shared slot), saturated. */
+static tally_sword bound_for(tally_sword batch)
+{
+	tally_sword n = (tally_sword)tally__nr_cpu_slots() + 1;
+	return batch > TALLY_SWORD_MAX / n ? TALLY_SWORD_MAX : batch * n;
+}
+
+Test(counter, init_value)
+{
+	struct tally_counter c;
+	cr_assert_eq(tally_counter_init(&c, 1000, 32), 0);
+	cr_assert_eq(tally_counter_read(&c), 1000);
+	cr_assert_eq(tally_counter_sum(&c), 1000);
+	cr_assert_eq(tally_counter_read_positive(&c), 1000);
+	cr_assert_eq(tally_counter_sum_positive(&c), 1000);
+	tally_counter_destroy(&c);
+
+	cr_assert_eq(tally_counter_init(&c, -77, 32), 0);
+	cr_assert_eq(tally_counter_read(&c), -77);
+	cr_assert_eq(tally_counter_sum(&c), -77);
+	cr_assert_eq(tally_counter_read_positive(&c), 0);
+	cr_assert_eq(tally_counter_sum_positive(&c), 0);
+	tally_counter_destroy(&c);
+
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MIN, 1), 0);
+	cr_assert_eq(tally_counter_read(&c), TALLY_SWORD_MIN);
+	cr_assert_eq(tally_counter_sum(&c), TALLY_SWORD_MIN);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, batch32_positive)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	add_n(&c, 1, 31);
+	cr_assert_eq(tally_counter_read(&c), 0);
+	cr_assert_eq(tally_counter_sum(&c), 31);
+	tally_counter_add(&c, 1); /* local 32 >= batch: fold */
+	cr_assert_eq(tally_counter_read(&c), 32);
+	cr_assert_eq(tally_counter_sum(&c), 32);
+	add_n(&c, 1, 31);
+	cr_assert_eq(tally_counter_read(&c), 32);
+	cr_assert_eq(tally_counter_sum(&c), 63);
+	tally_counter_add(&c, 1);
+	cr_assert_eq(tally_counter_read(&c), 64);
+	/* Going back down: local -31 stays, -32 folds. */
+	add_n(&c, -1, 31);
+	cr_assert_eq(tally_counter_read(&c), 64);
+	cr_assert_eq(tally_counter_sum(&c), 33);
+	tally_counter_add(&c, -1);
+	cr_assert_eq(tally_counter_read(&c), 32);
+	cr_assert_eq(tally_counter_sum(&c), 32);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, batch32_negative)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	add_n(&c, -1, 31);
+	cr_assert_eq(tally_counter_read(&c), 0);
+	cr_assert_eq(tally_counter_sum(&c), -31);
+	cr_assert_eq(tally_counter_sum_positive(&c), 0);
+	tally_counter_add(&c, -1);
+	cr_assert_eq(tally_counter_read(&c), -32);
+	cr_assert_eq(tally_counter_sum(&c), -32);
+	cr_assert_eq(tally_counter_read_positive(&c), 0);
+	add_n(&c, -3, 10); /* local -30 */
+	cr_assert_eq(tally_counter_read(&c), -32);
+	tally_counter_add(&c, -3); /* local -33 */
+	cr_assert_eq(tally_counter_read(&c), -65);
+	cr_assert_eq(tally_counter_sum(&c), -65);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, single_big_add_folds_at_once)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	tally_counter_add(&c, 32);
+	cr_assert_eq(tally_counter_read(&c), 32);
+	tally_counter_add(&c, 1000);
+	cr_assert_eq(tally_counter_read(&c), 1032);
+	tally_counter_add(&c, -31); /* local -31: stays */
+	cr_assert_eq(tally_counter_read(&c), 1032);
+	cr_assert_eq(tally_counter_sum(&c), 1001);
+	tally_counter_add(&c, 62); /* local 31: stays */
+	cr_assert_eq(tally_counter_read(&c), 1032);
+	cr_assert_eq(tally_counter_sum(&c), 1063);
+	tally_counter_add(&c, -5000); /* local -4969: folds */
+	cr_assert_eq(tally_counter_read(&c), -3937);
+	cr_assert_eq(tally_counter_sum(&c), -3937);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, batch1_folds_every_add)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 5, 1), 0);
+	for (int i = 1; i <= 100; i++) {
+		tally_counter_add(&c, i % 3 == 0 ? -2 : 1);
+		cr_assert_eq(tally_counter_read(&c), tally_counter_sum(&c));
+	}
+	/* 67 adds of +1, 33 of -2. */
+	cr_assert_eq(tally_counter_sum(&c), 5 + 67 - 66);
+	/* An add of 0 never folds nor changes anything. */
+	tally_counter_add(&c, 0);
+	cr_assert_eq(tally_counter_read(&c), 6);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, default_batch)
+{
+	struct tally_counter c;
+	unsigned n = tally__nr_cpu_slots();
+	tally_sword b = 2 * (tally_sword)n > 32 ? 2 * (tally_sword)n : 32;
+	pin();
+	cr_assert_geq(n, 1);
+	cr_assert_eq(tally_counter_default_batch(), b);
+	cr_assert_eq(tally_counter_init(&c, 0, 0), 0);
+	cr_assert_eq(tally_counter_error_bound(&c), bound_for(b));
+	add_n(&c, 1, (int)b - 1);
+	cr_assert_eq(tally_counter_read(&c), 0);
+	cr_assert_eq(tally_counter_sum(&c), b - 1);
+	tally_counter_add(&c, 1);
+	cr_assert_eq(tally_counter_read(&c), b);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, nr_cpu_slots_covers_the_machine)
+{
+	unsigned n = tally__nr_cpu_slots();
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	int cpus[CPU_SETSIZE];
+	int k = harness_allowed_cpus(cpus, CPU_SETSIZE);
+	cr_assert_geq(n, 1);
+	if (conf > 0)
+		cr_assert_geq((long)n, conf);
+	for (int i = 0; i < k; i++)
+		cr_assert_lt((unsigned)cpus[i], n);
+	cr_assert_eq(tally__nr_cpu_slots(), n, "cached value must not change");
+}
+
+/* The parser behind tally__nr_cpu_slots(): the highest CPU in a sysfs list. */
+Test(counter, cpu_list_parser)
+{
+	cr_assert_eq(tally__parse_cpu_list_max("0\n"), 0);
+	cr_assert_eq(tally__parse_cpu_list_max("0-1\n"), 1);
+	cr_assert_eq(tally__parse_cpu_list_max("0-3,8-11\n"), 11);
+	cr_assert_eq(tally__parse_cpu_list_max("0,2,4"), 4);
+	cr_assert_eq(tally__parse_cpu_list_max("0-127"), 127);
+	cr_assert_eq(tally__parse_cpu_list_max(""), -1);
+	cr_assert_eq(tally__parse_cpu_list_max("\n"), -1);
+	cr_assert_eq(tally__parse_cpu_list_max("abc"), -1);
+	cr_assert_eq(tally__parse_cpu_list_max("0-3 junk"), -1);
+	cr_assert_eq(tally__parse_cpu_list_max("99999999999"), -1); /* absurdly large */
+}
+
+Test(counter, error_bound)
+{
+	struct tally_counter c;
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	cr_assert_eq(tally_counter_error_bound(&c), bound_for(32));
+	cr_assert_eq(tally_counter_error_bound(&c), 32 * ((tally_sword)tally__nr_cpu_slots() + 1));
+	tally_counter_destroy(&c);
+	/* The largest batch accepted: the bound saturates instead of overflowing. */
+	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2), 0);
+	cr_assert_eq(tally_counter_error_bound(&c), bound_for(TALLY_SWORD_MAX / 2));
+	if (tally__nr_cpu_slots() + 1 > 2)
+		cr_assert_eq(tally_counter_error_bound(&c), TALLY_SWORD_MAX);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, read_vs_sum_positive)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, -10, 32), 0);
+	tally_counter_add(&c, 20); /* local 20: read -10, sum 10 */
+	cr_assert_eq(tally_counter_read(&c), -10);
+	cr_assert_eq(tally_counter_sum(&c), 10);
+	cr_assert_eq(tally_counter_read_positive(&c), 0);
+	cr_assert_eq(tally_counter_sum_positive(&c), 10);
+	tally_counter_add(&c, 20); /* local 40: folds */
+	cr_assert_eq(tally_counter_read(&c), 30);
+	cr_assert_eq(tally_counter_read_positive(&c), 30);
+	cr_assert_eq(tally_counter_sum_positive(&c), 30);
+	tally_counter_add(&c, -31); /* local -31 */
+	cr_assert_eq(tally_counter_read_positive(&c), 30);
+	cr_assert_eq(tally_counter_sum(&c), -1);
+	cr_assert_eq(tally_counter_sum_positive(&c), 0);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, fold_all)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 7, 32), 0);
+	add_n(&c, 1, 31);
+	cr_assert_eq(tally_counter_read(&c), 7);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), 38);
+	cr_assert_eq(tally_counter_sum(&c), 38);
+	tally_counter_fold_all(&c); /* nothing left: no change */
+	cr_assert_eq(tally_counter_read(&c), 38);
+	tally_counter_add(&c, -5);
+	cr_assert_eq(tally_counter_read(&c), 38);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), 33);
+	/* After a fold_all the slot's local restarts from 0: 31 stays local. */
+	add_n(&c, 1, 31);
+	cr_assert_eq(tally_counter_read(&c), 33);
+	tally_counter_add(&c, 1);
+	cr_assert_eq(tally_counter_read(&c), 65);
+	tally_counter_destroy(&c);
+}
+
+/* Adds on several CPUs: each slot keeps its own local count. */
+Test(counter, several_cpus)
+{
+	struct tally_counter c;
+	int cpus[CPU_SETSIZE];
+	int k = harness_allowed_cpus(cpus, CPU_SETSIZE);
+	tally_sword expect = 0;
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	for (int i = 0; i < k; i++) {
+		cr_assert_eq(harness_pin(cpus[i]), 0);
+		add_n(&c, 1, 31);
+		expect += 31;
+		cr_assert_eq(tally_counter_read(&c), 0);
+		cr_assert_eq(tally_counter_sum(&c), expect);
+	}
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), expect);
+	cr_assert_eq(tally_counter_sum(&c), expect);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, sum_across_wrap)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MAX - 5, 32), 0);
+	tally_counter_add(&c, 10); /* local 10 */
+	cr_assert_eq(tally_counter_read(&c), TALLY_SWORD_MAX - 5);
+	cr_assert_eq(tally_counter_sum(&c), TALLY_SWORD_MIN + 4);
+	cr_assert_eq(tally_counter_sum_positive(&c), 0);
+	cr_assert_eq(U(tally_counter_sum(&c)), U(TALLY_SWORD_MAX) + 5u);
+	tally_counter_add(&c, 30); /* local 40: folds across the wrap */
+	cr_assert_eq(tally_counter_read(&c), TALLY_SWORD_MIN + 34);
+	cr_assert_eq(tally_counter_sum(&c), TALLY_SWORD_MIN + 34);
+	cr_assert_eq(tally_counter_read_positive(&c), 0);
+	tally_counter_destroy(&c);
+
+	/* Across 2^W: from -3 up by 10 is 7. */
+	cr_assert_eq(tally_counter_init(&c, -3, 32), 0);
+	tally_counter_add(&c, 10);
+	cr_assert_eq(tally_counter_sum(&c), 7);
+	cr_assert_eq(U(tally_counter_sum(&c)) - U(tally_counter_read(&c)), 10);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), 7);
+	tally_counter_destroy(&c);
+}
+
+/*
+ * A fold check that runs late - its add landed, then the thread was
+ * preempted while other threads on the same CPU added and folded - must not
+ * move the slot's base backwards: read() must not drop (for a counter that
+ * only grows, read would go back and a sampler would see a huge delta).
+ * The interleaving is replayed step by step with the private calls.
+ */
+Test(counter, late_fold_check_does_not_go_back)
+{
+	struct tally_counter c;
+	unsigned s;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	/* Thread A: its add of 1 lands; A stops before its fold check. */
+	tally__pcpu_add(&c.tally__pcpu, offsetof(struct tally__counter_pcpu, w), 1, &s);
+	/* Thread B, same CPU: 1000 adds, folding at w = 32, 64, ..., 992. */
+	add_n(&c, 1, 1000);
+	cr_assert_eq(tally_counter_read(&c), 992);
+	cr_assert_eq(tally_counter_sum(&c), 1001);
+	/* A resumes: its fold check sees the slot as it is now. */
+	tally__counter_fold_slot(&c, s, 32);
+	cr_assert_eq(tally_counter_read(&c), 992);
+	cr_assert_eq(tally_counter_sum(&c), 1001);
+	tally_counter_add(&c, 1); /* local 10: no fold */
+	cr_assert_eq(tally_counter_read(&c), 992);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), 1002);
+	tally_counter_destroy(&c);
+}
+
+/* compare(): from the exact sum when |read - rhs| <= bound. */
+Test(counter, compare_decided_by_sum)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	tally_counter_add(&c, 31); /* read 0, sum 31 */
+	cr_assert_eq(tally_counter_read(&c), 0);
+	/* read says "below" for these rhs; the exact sum decides. */
+	cr_assert_eq(tally_counter_compare(&c, 20), 1);
+	cr_assert_eq(tally_counter_compare(&c, 30), 1);
+	cr_assert_eq(tally_counter_compare(&c, 31), 0);
+	cr_assert_eq(tally_counter_compare(&c, 32), -1);
+	cr_assert_eq(tally_counter_compare(&c, 0), 1);
+	cr_assert_eq(tally_counter_compare(&c, -5), 1);
+	tally_counter_destroy(&c);
+
+	cr_assert_eq(tally_counter_init(&c, 100, 32), 0);
+	tally_counter_add(&c, -31); /* read 100, sum 69 */
+	cr_assert_eq(tally_counter_compare(&c, 69), 0);
+	cr_assert_eq(tally_counter_compare(&c, 70), -1);
+	cr_assert_eq(tally_counter_compare(&c, 68), 1);
+	cr_assert_eq(tally_counter_compare(&c, 100), -1);
+	tally_counter_destroy(&c);
+}
+
+/*
+ * compare(): from read when |read - rhs| > bound. Quiescent and honest,
+ * read is always within the bound of the sum, so both paths agree; to see
+ * which value compare consults, the private initial term (which only sum
+ * uses) is shifted so that the exact sum disagrees with read.
+ */
+Test(counter, compare_decided_by_read)
+{
+	struct tally_counter c;
+	tally_sword e;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	e = tally_counter_error_bound(&c);
+	cr_assert_eq(e, bound_for(32));
+	c.tally__initial = U(10 * e); /* sum = 10e, read = 0 */
+	cr_assert_eq(tally_counter_read(&c), 0);
+	cr_assert_eq(tally_counter_sum(&c), 10 * e);
+	/* |0 - (e + 1)| > e: decided by read (0 < rhs), not by the sum. */
+	cr_assert_eq(tally_counter_compare(&c, e + 1), -1);
+	cr_assert_eq(tally_counter_compare(&c, 5 * e), -1);
+	/* |0 - e| == e: not beyond the bound, so the sum decides. */
+	cr_assert_eq(tally_counter_compare(&c, e), 1);
+	cr_assert_eq(tally_counter_compare(&c, 1), 1);
+	/* rhs == the exact sum, but far from read: read decides. */
+	cr_assert_eq(tally_counter_compare(&c, 10 * e), -1);
+
+	c.tally__initial = U(-10 * e); /* sum = -10e, read = 0 */
+	cr_assert_eq(tally_counter_compare(&c, -e - 1), 1);
+	cr_assert_eq(tally_counter_compare(&c, -e), -1);
+	cr_assert_eq(tally_counter_compare(&c, -10 * e), 1);
+	c.tally__initial = 0;
+	tally_counter_destroy(&c);
+}
+
+Test(counter, compare_extremes)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MAX - 10, 32), 0);
+	/* count - rhs overflows a signed word: still 1. */
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MIN), 1);
+	cr_assert_eq(tally_counter_compare(&c, -1), 1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MAX), -1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MAX - 10), 0);
+	tally_counter_destroy(&c);
+
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MIN + 10, 32), 0);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MAX), -1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MIN), 1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MIN + 10), 0);
+	tally_counter_destroy(&c);
+}
+
+/* ---- bad input ------------------------------------------------------------ */
+
+static void expect_state(struct tally_counter *c, tally_sword read, tally_sword sum)
+{
+	cr_assert_eq(tally_counter_read(c), read);
+	cr_assert_eq(tally_counter_sum(c), sum);
+}
+
+Test(counter, init_rejects_bad_batch)
+{
+	struct tally_counter c, copy;
+	memset(&c, 0xa5, sizeof(c));
+	memcpy(&copy, &c, sizeof(c));
+	cr_assert_eq(tally_counter_init(NULL, 0, 0), -EINVAL);
+	cr_assert_eq(tally_counter_init(NULL, 0, -1), -EINVAL);
+	cr_assert_eq(tally_counter_init(&c, 0, -1), -EINVAL);
+	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MIN), -EINVAL);
+	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2 + 1), -EINVAL);
+	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX), -EINVAL);
+	cr_assert_eq(memcmp(&c, &copy, sizeof(c)), 0, "a rejected init wrote to c");
+}
+
+Test(counter, bad_init_leaves_live_counter_alone)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 40, 32), 0);
+	tally_counter_add(&c, 5);
+	expect_state(&c, 40, 45);
+	cr_assert_eq(tally_counter_init(&c, 0, -3), -EINVAL);
+	expect_state(&c, 40, 45);
+	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2 + 1), -EINVAL);
+	expect_state(&c, 40, 45);
+	tally_counter_destroy(&c); /* ASan: the original area is still owned */
+}
+
+Test(counter, null_object)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 3, 32), 0);
+	tally_counter_add(&c, 4);
+	tally_counter_add(NULL, 5);
+	tally_counter_fold_all(NULL);
+	tally_counter_destroy(NULL);
+	cr_assert_eq(tally_counter_read(NULL), 0);
+	cr_assert_eq(tally_counter_read_positive(NULL), 0);
+	cr_assert_eq(tally_counter_sum(NULL), 0);
+	cr_assert_eq(tally_counter_sum_positive(NULL), 0);
+	cr_assert_eq(tally_counter_compare(NULL, 5), 0);
+	cr_assert_eq(tally_counter_compare(NULL, -5), 0);
+	cr_assert_eq(tally_counter_error_bound(NULL), 0);
+	expect_state(&c, 3, 7);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, batch_limits_accepted)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2), 0);
+	tally_counter_add(&c, TALLY_SWORD_MAX / 2 - 1);
+	expect_state(&c, 0, TALLY_SWORD_MAX / 2 - 1);
+	tally_counter_add(&c, 1);
+	expect_state(&c, TALLY_SWORD_MAX / 2, TALLY_SWORD_MAX / 2);
+	tally_counter_destroy(&c);
+}
