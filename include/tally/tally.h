@@ -23,5 +23,8 @@
 #include <tally/pcpu.h>
 #include <tally/counter.h>
 #include <tally/vec.h>
+#include <tally/rstat.h>
+#include <tally/cost.h>
+#include <tally/inflight.h>
 
 #endif /* TALLY_TALLY_H */

@@ -1,0 +1,151 @@
+/*
+ * examples/reclaim/model.h - a userspace model of seed 000: reclaim's
+ * anon/file scan-balance cost moved off lru_lock.
+ *
+ * A memcg tree (tally groups) with an lruvec per memcg: four LRU lists of
+ * folios under an lru_lock, per-lruvec statistics (LRU sizes, PGROTATE_*,
+ * NR_VMSCAN_WRITE, WORKINGSET_RESTORE_*), a classic cost pair and a
+ * read-side cost accumulator (tally_cost), and isolation gauges
+ * (tally_inflight). Producer threads fault, refault and read page cache;
+ * reclaimer threads run prepare_scan_control() and shrink the LRU lists.
+ *
+ * Two modes on the same seeded event stream:
+ *   legacy  every cost event (a refault, the rotations and pageouts of a
+ *           shrink) takes lru_lock on its lruvec and every ancestor in turn
+ *           and calls tally_cost_note() there (lru_note_cost_unlock_irq(),
+ *           lru_note_cost_refault()); prepare_scan_control() snapshots the
+ *           costs under the target's lru_lock.
+ *   vmstat  cost events only bump tally group statistics (no lock);
+ *           prepare_scan_control() flushes (ratelimited), reads the
+ *           monotonic statistics and folds them under the target's cost
+ *           lock (tally_cost_fold_locked()).
+ * Everything else (LRU adds, isolation, putback, the statistics flush) is
+ * the same in both modes. Every lock acquisition is counted per call site,
+ * and the time from a failed trylock to the acquisition is its wait (as
+ * perf lock contention measures it).
+ */
+#ifndef RECLAIM_MODEL_H
+#define RECLAIM_MODEL_H
+
+#include <stdint.h>
+
+enum model_mode { MODE_LEGACY = 0, MODE_VMSTAT = 1, NR_MODES };
+
+/* Lock call sites, named after the kernel functions of the seed's table. */
+enum site {
+	SITE_NOTE_COST_UNLOCK,  /* lru_note_cost_unlock_irq() after a shrink */
+	SITE_REFAULT_NOTE_COST, /* lru_note_cost_refault() in workingset_refault() */
+	SITE_PREPARE_SCAN,      /* prepare_scan_control() in shrink_node() */
+	SITE_SHRINK_ACTIVE,     /* shrink_active_list(): isolate and putback */
+	SITE_LRU_ADD_DRAIN,     /* lru_add_drain_cpu(): the folio batch */
+	SITE_ISOLATE,           /* shrink_inactive_list(): isolate_lru_folios() */
+	SITE_PUTBACK,           /* shrink_inactive_list(): move_folios_to_lru() */
+	NR_SITES
+};
+
+extern const char *const site_key[NR_SITES];   /* JSON keys */
+extern const char *const site_label[NR_SITES]; /* table rows */
+/* Sites that exist only to record cost (the ones the patch removed). */
+int site_is_producer(int site);
+
+/* Per-lruvec statistics items of the tally tree. */
+enum item {
+	NR_INACTIVE_ANON, NR_ACTIVE_ANON, NR_INACTIVE_FILE, NR_ACTIVE_FILE,
+	PGROTATE_ANON, PGROTATE_FILE, NR_VMSCAN_WRITE,
+	WORKINGSET_RESTORE_ANON, WORKINGSET_RESTORE_FILE,
+	NR_ITEMS
+};
+
+/* Page-cache promotion events (seed 002), node-wide, in a tally_vec. */
+enum promo_item {
+	NUMA_HINT_PAGE_CACHE,  /* hint events on lower-tier page cache */
+	PGPROMOTE_CANDIDATE,   /* folios put on a task's promotion list */
+	PGPROMOTE_SUCCESS,     /* promoted by the task work */
+	PGPROMOTE_RATELIMITED, /* stopped by the per-task rate limit */
+	NR_PROMO_ITEMS
+};
+
+/* A scripted start for replay scenarios: refaults on leaf 0, in order. */
+struct model_script {
+	unsigned anon_refaults, file_refaults;
+};
+
+/* One reclaim pass, reported in replay mode. */
+struct pass_report {
+	int mode;
+	unsigned long pass;   /* 1-based, over the whole run */
+	const char *target;   /* the lruvec whose cost set the balance */
+	const char *leaf;     /* the lruvec shrunk */
+	uint64_t cost[2];     /* anon, file */
+	uint64_t fraction[2], denominator;
+	int type;             /* the list type shrunk (0 anon, 1 file, -1 none) */
+	unsigned scanned, reclaimed;
+};
+
+struct model_config {
+	int mode;
+	uint64_t seed;
+	unsigned leaves;             /* leaf memcgs */
+	unsigned depth;              /* leaf depth below the root (>= 1) */
+	unsigned producers;          /* producer threads per leaf */
+	unsigned reclaimers;         /* reclaimer threads per leaf */
+	unsigned long events;        /* events per producer */
+	unsigned long rate;          /* threads: events per second per producer
+					(0: as fast as it can) */
+	int pin;                     /* threads: pin them round-robin over the
+					allowed CPUs */
+	unsigned alloc_per_pass;     /* threads: a reclaim pass is due on the
+					leaf every this many allocations
+					(faults + refaults) of a producer */
+	unsigned folios;             /* folios per leaf, all resident at start */
+	unsigned long lru_pad;       /* extra LRU pages per leaf (stats only) */
+	unsigned swappiness;         /* 0..200 */
+	unsigned parent_every;       /* every Nth pass takes the parent's cost
+					(0: never) */
+	unsigned rate_limit;         /* promotion candidates per task "syscall" */
+	unsigned syscall_events;     /* producer events per "syscall" */
+	unsigned user_work;          /* spin units per producer event */
+	unsigned reclaim_work;       /* spin units per folio shrunk */
+	uint64_t flush_period_ns;    /* periodic stats flush (threads only) */
+	uint64_t throttle_wait_ns;   /* the isolation throttle's one wait */
+	/* replay: one thread, deterministic */
+	int replay;
+	unsigned long rounds;        /* rounds of (events, then one pass each) */
+	unsigned long round_events;  /* events per producer per round */
+	const struct model_script *script;
+	void (*on_pass)(void *arg, const struct pass_report *r);
+	void *arg;
+};
+
+void model_default_config(struct model_config *c);
+
+struct lruvec_report {
+	char name[128];
+	uint64_t cost[2], fraction[2], denominator;
+	uint64_t lrusize;
+};
+
+#define MODEL_MAX_LRUVECS 64
+
+struct model_result {
+	int mode;
+	uint64_t elapsed_ns;
+	uint64_t acquisitions[NR_SITES], wait_ns[NR_SITES], contended[NR_SITES];
+	uint64_t producer_lock_acquisitions, total_lock_wait_ns;
+	/* work done */
+	uint64_t faults, refaults, accesses, drains;
+	uint64_t passes, passes_throttled, scanned, reclaimed, pageouts, rotated, deactivated;
+	uint64_t passes_due; /* threads: passes the producers asked for */
+	/* throttle, summed over leaves */
+	uint64_t throttled, throttle_woken, throttle_timeouts, throttle_gave_up;
+	/* promotion (seed 002) */
+	uint64_t promo[NR_PROMO_ITEMS], promo_syscalls, promo_max_per_syscall;
+	/* costs at the end (vmstat: one last fold after a forced flush) */
+	unsigned nr_lruvecs;
+	struct lruvec_report lruvec[MODEL_MAX_LRUVECS];
+};
+
+/* Run the model. 0, or a negative errno (bad config, no memory). */
+int model_run(const struct model_config *cfg, struct model_result *res);
+
+#endif /* RECLAIM_MODEL_H */
