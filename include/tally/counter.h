@@ -30,15 +30,31 @@ extern "C" {
 struct tally__counter_pcpu {
 	tally_uword w; /* never reset; written by tally__pcpu_add only */
 	tally_uword b; /* w at this CPU's last fold; changed by CAS only */
+	/* The shared count (initial + everything folded) lives here in the
+	 * shared slot's chunk only: on a line of its own, away from the
+	 * struct's read-mostly fields that every add loads, so a fold on one
+	 * CPU does not evict them from the others. */
+	tally_uword count;
 };
 
 struct tally_counter {
 	/* private: use the tally_counter_* calls */
-	tally_uword tally__count;   /* initial + everything folded */
 	tally_uword tally__initial; /* initial value */
 	tally_sword tally__batch;
 	struct tally__pcpu tally__pcpu;
 };
+
+TALLY__INLINE struct tally__counter_pcpu *tally__counter_slot(const struct tally_counter *c,
+							      unsigned s)
+{
+	return (struct tally__counter_pcpu *)tally__pcpu_at(&c->tally__pcpu, s, 0);
+}
+
+/* The shared count: in the shared slot's chunk (see tally__counter_pcpu). */
+TALLY__INLINE tally_uword *tally__counter_count(const struct tally_counter *c)
+{
+	return &tally__counter_slot(c, c->tally__pcpu.nr)->count;
+}
 
 /* The default batch for this machine: max(32, 2 * CPU slots). */
 static inline tally_sword tally_counter_default_batch(void)
@@ -64,7 +80,7 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(struct tally__counter_pcpu));
 	if (err)
 		return err;
-	c->tally__count = (tally_uword)initial;
+	*tally__counter_count(c) = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__batch = batch;
 	return 0;
@@ -76,12 +92,6 @@ static inline void tally_counter_destroy(struct tally_counter *c)
 {
 	if (c)
 		tally__pcpu_free(&c->tally__pcpu);
-}
-
-TALLY__INLINE struct tally__counter_pcpu *tally__counter_slot(const struct tally_counter *c,
-							      unsigned s)
-{
-	return (struct tally__counter_pcpu *)tally__pcpu_at(&c->tally__pcpu, s, 0);
 }
 
 /*
@@ -106,7 +116,7 @@ TALLY__INLINE void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 		if (local < limit && local > -limit)
 			return;
 		if (tally__cas_rel(&p->b, &b, w))
-			tally__add(&c->tally__count, (tally_uword)local);
+			tally__add(tally__counter_count(c), (tally_uword)local);
 	}
 }
 
@@ -136,7 +146,7 @@ TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
 {
 	if (tally__bad(!c))
 		return 0;
-	return tally__to_signed(tally__load(&c->tally__count));
+	return tally__to_signed(tally__load(tally__counter_count(c)));
 }
 
 /* tally_counter_error_bound - batch * slots: the most read() can be off by
