@@ -21,16 +21,19 @@
  * flushed or destroyed children, not yet in state). Readers read state and
  * local: the values as of the last flush that covered the group.
  *
- * Update (tally_group_mod): add to this CPU's word; if the group is not on
- * this CPU's lockless "updated" list, push it there (one winner by CAS, as
+ * Update (tally_group_mod): add to this CPU's word; then, ordered after
+ * the add (see Memory ordering), if the group is not on this CPU's
+ * lockless "updated" list, push it there (one winner by CAS, as
  * css_rstat_updated()); then count |delta| toward the flush thresholds of
  * the group and its ancestors (memcg_rstat_updated()).
  *
- * Flush of the subtree at g, under the tree's flush lock, per CPU slot:
- * drain the slot's lockless list into the slot's updated tree (link each
- * queued group and its ancestors under their parents, stopping at the
- * first one already linked), detach g's part of it, and visit that part
- * children before parents; then drain again and visit what came meanwhile.
+ * Flush of the subtree at g, under the tree's flush lock: drain every CPU
+ * slot's lockless list into the slot's updated tree (link each queued
+ * group and its ancestors under their parents, stopping at the first one
+ * already linked; the group is marked off the list), then the flusher's
+ * barrier; per slot, detach g's part of the updated tree and visit it
+ * children before parents; then drain every slot again (and the barrier)
+ * and visit what came meanwhile.
  * For each visited group x and item i, with the CPU word v:
  *     delta = pending[i]; pending[i] = 0;
  *     if (v != prev[i]) { d = v - prev[i]; delta += d; prev[i] = v; local[i] += d; }
@@ -115,8 +118,8 @@
  *   read_monotonic, read_local,   tally_tree_destroy
  *   needs_flush
  *   flush, flush_force,           everything but            blocking (the
- *   flush_ratelimited,            tally_tree_destroy        tree's flush lock)
- *   flush_periodic
+ *   flush_ratelimited,            tally_tree_destroy        tree's flush lock;
+ *   flush_periodic                                          membarrier())
  *   group_create, group_destroy   everything but mod of     blocking (the
  *                                 the destroyed group and   flush lock);
  *                                 tally_tree_destroy        destroy defers free
@@ -126,6 +129,21 @@
  * last completed flush of the group (relaxed loads: a reader racing with a
  * flush may see some items of it before others). A flush serializes with
  * create/destroy and other flushes on the same tree.
+ * An update racing with a flush is reflected by that flush or leaves its
+ * group queued for the next one, never neither: the update's word add and
+ * its on-list check, against the drain's "off list" marks and the flush's
+ * word loads, are a store-buffering pair, which needs a barrier on each
+ * side. Where the kernel has membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+ * (and TALLY_RSTAT_MEMBARRIER is 1; the default is 0), the update has only a
+ * compiler barrier and a flush calls membarrier() between a drain that
+ * found queued groups and its next load of a word (the urcu-memb scheme;
+ * at most two per flush, one per drain pass): updates stay free of fences
+ * and system calls, flushes pay the IPIs (microseconds each).
+ * Otherwise (no membarrier, a failed registration, or
+ * TALLY_RSTAT_MEMBARRIER 0) the update has a full fence, paired with one
+ * after each drain pass. A tree takes one of the two when it is created
+ * (the first creation registers the process with membarrier) and keeps
+ * it; see tally__rstat_drain_all().
  *
  * Memory per group: tally_tree_group_bytes(t) = a fixed part (the struct
  * plus 3 words per item for state, local, pending) plus, per CPU slot
@@ -140,6 +158,9 @@
 
 #include <pthread.h>
 #include <time.h>
+#if TALLY__LINUX
+#  include <sys/syscall.h>
+#endif
 
 /* The liburcu flavor header this file includes, and the flavor a tree uses
  * when tally_tree_opts.flavor is NULL. One flavor header per translation
@@ -170,6 +191,25 @@ extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
 #endif
 #if defined(__GLIBC__) && !defined(__USE_XOPEN2K) && defined(TALLY__CLOCK_MONOTONIC)
 extern int pthread_condattr_setclock(pthread_condattr_t *attr, __clockid_t clock_id);
+#endif
+
+/* membarrier(2), through syscall(): glibc 2.36 has no wrapper. The command
+ * numbers are the kernel's ABI (linux/membarrier.h). Compiled in wherever
+ * the platform has it, whatever TALLY_RSTAT_MEMBARRIER says: a flush must
+ * honour a tree that another translation unit created with it. */
+#if TALLY__LINUX && defined(__NR_membarrier)
+#  define TALLY__RSTAT_MEMB 1
+#  define TALLY__MEMB_CMD_QUERY 0
+#  define TALLY__MEMB_CMD_PRIVATE_EXPEDITED (1 << 3)
+#  define TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+/* Strict ISO C hides syscall(); compatible redeclaration (C only: C++
+ * compilers define _GNU_SOURCE, and C++ would object to the exception
+ * specification). */
+#  if !defined(__cplusplus) && (!defined(__GLIBC__) || !defined(__USE_MISC))
+extern long syscall(long number, ...);
+#  endif
+#else
+#  define TALLY__RSTAT_MEMB 0
 #endif
 
 /* Largest item count and stats_updates batch a tree accepts. */
@@ -222,6 +262,10 @@ struct tally_tree {
 	/* private: use the tally_tree_* calls */
 	unsigned tally__nr_items;
 	unsigned tally__batch;
+	/* Set at creation, then read-only: 1 if updates of this tree rely on
+	 * the flush's membarrier() (compiler barrier only), 0 if they fence.
+	 * See tally__rstat_drain_all(). */
+	int tally__memb;
 	uint64_t tally__threshold; /* batch * ncpus */
 	size_t tally__w_off;       /* byte offset of word[0] in a slot chunk */
 	size_t tally__prev_off;    /* byte offset of prev[0] */
@@ -235,6 +279,7 @@ struct tally_tree {
 	pthread_mutex_t tally__lock; /* flushes, create, destroy */
 	unsigned long tally__nr_groups; /* under the lock */
 	unsigned long tally__flush_gen; /* flushes so far; under the lock */
+	int tally__memb_owed; /* a drain's membarrier() is still due; lock */
 	struct tally_group **tally__lists;  /* per slot: the flush list; lock */
 	struct tally_group *tally__snapped; /* groups whose counts a flush took */
 	unsigned long tally__deferred;  /* call_rcu frees not yet done; atomic */
@@ -428,32 +473,139 @@ static inline void tally__rstat_link(struct tally_group *g, unsigned s)
 
 /*
  * Move every group queued on slot s's lockless list into the slot's
- * updated tree and mark it off the list. Flush lock held.
+ * updated tree and mark it off the list. Returns whether the list held
+ * any. Flush lock held; the flusher's barrier (see tally__rstat_drain_all())
+ * must come between this and any load of a word.
  */
-static inline void tally__rstat_drain(struct tally_tree *t, unsigned s)
+static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
 {
 	/* Acquire: pairs with the release push in tally__rstat_push(), so the
 	 * nodes' lnext values are visible. */
 	struct tally__rstat_cpu *c =
 		__atomic_exchange_n(tally__rstat_head(t, s), (struct tally__rstat_cpu *)NULL,
 				    __ATOMIC_ACQUIRE);
+	int any = c != NULL;
 	while (c) {
 		struct tally__rstat_cpu *next = tally__load(&c->lnext);
 		tally__store(&c->lnext, c); /* off list: a later update pushes it again */
 		tally__rstat_link(c->group, s);
 		c = next;
 	}
-	/*
-	 * Full fence, pairs with the one in tally_group_mod(). The updater
-	 * writes its word, fences, then reads lnext; we wrote lnext = self,
-	 * fence, then read the words. Store-buffering: without both fences each
-	 * side could miss the other's store, the updater would think the group
-	 * still queued and this flush would read the word without its update,
-	 * leaving it unflushed until the group's next update. With them, either
-	 * the updater sees "off list" and queues the group again, or the flush
-	 * that follows reads its update.
-	 */
+	return any;
+}
+
+#if TALLY__RSTAT_MEMB
+/*
+ * Decide once (per translation unit; the kernel's registration is per
+ * process, idempotent, and kept across fork()) whether trees created now
+ * use membarrier(): the kernel must list PRIVATE_EXPEDITED and its
+ * registration in MEMBARRIER_CMD_QUERY, and the registration must
+ * succeed. No: ENOSYS (an old kernel, a seccomp filter, an emulator such
+ * as some valgrind versions), a failed registration. The first answer
+ * stays (a CAS from "unknown"): an answer of "no" never turns into "yes"
+ * for later trees, and racing first callers agree. errno is kept.
+ */
+static inline int tally__rstat_memb_setup(void)
+{
+	static int state; /* 0: unknown, 1: use membarrier(), -1: fence */
+	int st = tally__load(&state), unknown = 0, e;
+	long q;
+	if (tally__likely(st))
+		return st > 0;
+	e = errno;
+	st = -1;
+	q = syscall(__NR_membarrier, TALLY__MEMB_CMD_QUERY, 0);
+	if (q >= 0 && (q & TALLY__MEMB_CMD_PRIVATE_EXPEDITED) &&
+	    (q & TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED) &&
+	    syscall(__NR_membarrier, TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
+		st = 1;
+	errno = e;
+	if (!tally__cas(&state, &unknown, st))
+		st = unknown; /* another thread answered first: its answer holds */
+	return st > 0;
+}
+
+/*
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): when it returns, every
+ * thread of the process that was running has executed a full memory
+ * barrier (an IPI to its CPU), and every other one will pass a context
+ * switch (a full barrier) before it runs again. The caller's own accesses
+ * are ordered around the call too. Once the process is registered (the
+ * registration is kept across fork()), it can fail only for want of
+ * memory (ENOMEM: newer kernels allocate a CPU mask per call): retry.
+ * Anything else would break the pairing the updates rely on: abort.
+ */
+static inline void tally__rstat_membarrier(void)
+{
+	int e = errno;
+	while (syscall(__NR_membarrier, TALLY__MEMB_CMD_PRIVATE_EXPEDITED, 0) != 0) {
+		if (errno != ENOMEM && errno != EAGAIN && errno != EINTR)
+			abort();
+		sched_yield();
+	}
+	errno = e;
+}
+#endif
+
+/*
+ * The flusher's half of the barrier pair that orders each update's word
+ * add before its on-list check (tally_group_mod()): between a drain's
+ * "off list" marks (lnext = self) and the flush's loads of the words. A
+ * store-buffering pattern:
+ *     updater: word += d;  BARRIER_U;  if (lnext == self) push;
+ *     flusher: lnext = self (drain);  BARRIER_F;  v = word;
+ * Without a barrier on both sides each could miss the other's store: the
+ * updater would take the group for still queued and the flush would read
+ * the word without d, leaving d unflushed until the group's next update.
+ * With them, either the updater sees "off list" (or a later push) and
+ * queues the group again, or the flush reads d. The pairs:
+ *   t->tally__memb == 1: BARRIER_U is a compiler barrier only, BARRIER_F is
+ *     membarrier() (tally__rstat_membarrier()), as urcu-memb's read side.
+ *     The IPI's barrier falls somewhere in the updater's program order:
+ *     before its lnext load, which then sees self, or after it, hence
+ *     after its word add, which the flush then reads. membarrier() costs
+ *     microseconds (an IPI to every CPU running a thread of the process),
+ *     so it is issued lazily: a drain pass that drained anything leaves
+ *     one owed (tally__memb_owed, under the flush lock), and the first
+ *     word load after that pays it (tally__rstat_read_barrier()). A flush
+ *     whose second drain finds only groups outside its subtree reads no
+ *     word after it and leaves the barrier to the next flush that reads
+ *     one: at most one membarrier() per drain pass that found something,
+ *     and none for a pass that found nothing.
+ *   t->tally__memb == 0: both are full fences (tally__fence()), one after
+ *     every drain pass.
+ * Either way every word load comes after a barrier that follows every
+ * "off list" mark made before it: a group drained by an earlier flush was
+ * covered by the barrier that flush paid or left owed (the flush lock
+ * orders them).
+ */
+static inline void tally__rstat_drain_all(struct tally_tree *t)
+{
+	unsigned s, n = tally__pcpu_slots(&t->tally__heads);
+	int any = 0;
+	for (s = 0; s < n; s++)
+		any |= tally__rstat_drain(t, s);
+#if TALLY__RSTAT_MEMB
+	if (t->tally__memb) {
+		t->tally__memb_owed |= any;
+		return;
+	}
+#endif
+	(void)any;
 	tally__fence();
+}
+
+/* Before a flush loads a word: pay an owed membarrier(). Flush lock held. */
+TALLY__INLINE void tally__rstat_read_barrier(struct tally_tree *t)
+{
+#if TALLY__RSTAT_MEMB
+	if (tally__unlikely(t->tally__memb_owed)) {
+		tally__rstat_membarrier();
+		t->tally__memb_owed = 0;
+	}
+#else
+	(void)t;
+#endif
 }
 
 /* Per-slot threshold counts: (epoch << 40) | count. */
@@ -554,6 +706,7 @@ static inline void tally__rstat_flush_one(struct tally_tree *t, struct tally_gro
 	struct tally__rstat_cpu *c = tally__rstat_cpu(x, s);
 	struct tally_group *p = x->tally__parent;
 	unsigned i, n = x->tally__nr_items;
+	tally__rstat_read_barrier(t);
 	for (i = 0; i < n; i++) {
 		tally_uword delta = x->tally__pending[i];
 		tally_uword v = tally__load(tally__rstat_word(t, c, i));
@@ -576,11 +729,16 @@ static inline void tally__rstat_flush_one(struct tally_tree *t, struct tally_gro
 
 /*
  * Flush g's subtree on every slot. Flush lock held.
- * 1. Take g's count; every slot: drain, detach, take the counts of the
- *    groups met.
- * 2. Every slot: flush its list; drain again and flush what came (updates
- *    queued since step 1, among them every one whose count step 1 took).
+ * 1. Take g's count; drain every slot; every slot: detach, take the counts
+ *    of the groups met, flush its list.
+ * 2. Drain every slot again, and flush what came (updates queued since
+ *    step 1, among them every one whose count step 1 took, and those
+ *    queued while step 1 flushed: leaving those to the next flush lets a
+ *    busy tree's flushes grow without bound, each leaving more to the
+ *    next; measured with whole-tree flushes under steady updates).
  * 3. Subtract the counts taken.
+ * Each drain pass is followed by the flusher's barrier before any word
+ * load (see tally__rstat_drain_all()).
  */
 static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_group *g)
 {
@@ -591,17 +749,16 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 	 * of its updates (counted after an earlier flush's snapshot, drained
 	 * by its second drain), and a flush of g must still clear it. */
 	tally__rstat_snap(t, g);
-	for (s = 0; s < n; s++) {
-		tally__rstat_drain(t, s);
+	tally__rstat_drain_all(t);
+	for (s = 0; s < n; s++)
 		t->tally__lists[s] = tally__rstat_detach(t, g, s, 1);
-	}
-	for (s = 0; s < n; s++) {
+	for (s = 0; s < n; s++)
 		for (x = t->tally__lists[s]; x; x = tally__rstat_cpu(x, s)->flush_next)
 			tally__rstat_flush_one(t, x, s);
-		tally__rstat_drain(t, s);
+	tally__rstat_drain_all(t);
+	for (s = 0; s < n; s++)
 		for (x = tally__rstat_detach(t, g, s, 0); x; x = tally__rstat_cpu(x, s)->flush_next)
 			tally__rstat_flush_one(t, x, s);
-	}
 	tally__rstat_settle(t);
 }
 
@@ -702,7 +859,10 @@ TALLY__INLINE void tally__rstat_count(const struct tally_tree *t, struct tally_g
  * tally_tree_create_opts - a tree with only its root group, all items 0.
  * Returns the tree, or NULL with errno EINVAL (NULL opts, nr_items, batch
  * or period out of range) or ENOMEM. Records the creation time as the last
- * root flush. Blocking; touches no other tree.
+ * root flush. The first call in a process (per translation unit) asks the
+ * kernel for membarrier() and registers the process for it (see Memory
+ * ordering above); the tree keeps the answer. Blocking; touches no other
+ * tree.
  */
 static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_opts *o)
 {
@@ -719,6 +879,11 @@ static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_
 		goto nomem;
 	t->tally__nr_items = o->nr_items;
 	t->tally__batch = o->batch ? o->batch : TALLY_RSTAT_BATCH;
+	/* Before any group of t exists, fixed for t's life: updaters never
+	 * meet a flush that assumes the other barrier. */
+#if TALLY__RSTAT_MEMB && TALLY_RSTAT_MEMBARRIER
+	t->tally__memb = tally__rstat_memb_setup();
+#endif
 	t->tally__threshold = (uint64_t)t->tally__batch * tally__rstat_online_cpus();
 	hdr = (sizeof(struct tally__rstat_cpu) + sizeof(tally_uword) - 1) / sizeof(tally_uword) *
 	      sizeof(tally_uword);
@@ -1012,8 +1177,19 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	tally__pcpu_add(&g->tally__pcpu, t->tally__w_off + item * sizeof(tally_uword),
 			(tally_uword)delta, &s);
 	c = tally__rstat_cpu(g, s);
-	/* Full fence: pairs with the one in tally__rstat_drain(); see there. */
+	/* The word add before the lnext load: pairs with the barrier after the
+	 * flush's drain pass (tally__rstat_drain_all(), which explains the
+	 * store buffering). Trees that use membarrier() need only a compiler
+	 * barrier here (the flush's membarrier() orders this CPU); others, and
+	 * builds with TALLY_RSTAT_MEMBARRIER 0, a full fence. */
+#if TALLY__RSTAT_MEMB && TALLY_RSTAT_MEMBARRIER
+	if (tally__likely(t->tally__memb))
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	else
+		tally__fence();
+#else
 	tally__fence();
+#endif
 	if (tally__load(&c->lnext) == c)
 		tally__rstat_push(t, c, s);
 	/* |delta| without overflow; capped at threshold + 1, which already

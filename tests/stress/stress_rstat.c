@@ -14,10 +14,11 @@
  *
  * A second phase (half as long) targets two races of an updater with a
  * flusher (see sb_phase()): the store-buffering pairing of
- * tally_group_mod() and the flush's drain (without the full fence on both
- * sides an update is now and then left unqueued and the read right after
- * a flush misses it: measured on x86_64 with the rseq plain add and the
- * updater's fence removed, one to four misses per million rounds), and a
+ * tally_group_mod() and the flush's drain (without a barrier on both
+ * sides, the flush's membarrier() or a full fence on each, an update is
+ * now and then left unqueued and the read right after a flush misses it:
+ * measured on x86_64 with the rseq plain add and the updater's fence
+ * removed, one to four misses per million rounds), and a
  * thresholded flush after an update past the threshold while another
  * flush takes the count (without the flush's second drain: about one miss
  * per million rounds).
@@ -32,6 +33,10 @@
  *     value equals the sum of every delta ever applied in its subtree,
  *     short-lived (destroyed) descendants included, and its local value
  *     the sum of the deltas applied to it; to the last unit, every item.
+ *
+ * Built twice: by default the trees pair full fences; with
+ * TALLY_RSTAT_MEMBARRIER=1 (stress_rstat_membarrier) they use membarrier()
+ * wherever the kernel offers it, which the program checks.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -40,6 +45,19 @@
 #include <string.h>
 #include <unistd.h>
 #include <tally/rstat.h>
+
+/* The barrier pairing the trees must use (rstat.h, Memory ordering):
+ * membarrier() where the kernel lists private expedited membarrier and its
+ * registration, unless the build forces the full fence. */
+static int want_membarrier(void)
+{
+#if TALLY_RSTAT_MEMBARRIER && defined(__NR_membarrier)
+	long q = syscall(__NR_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0);
+	return q >= 0 && (q & (1 << 3)) && (q & (1 << 4));
+#else
+	return 0;
+#endif
+}
 
 #define U(x) ((tally_uword)(x))
 #define NGROUPS 40
@@ -263,6 +281,8 @@ static void sb_phase(double secs)
 	CHECK(t != NULL, "sb tree");
 	if (!t)
 		return;
+	CHECK(t->tally__memb == want_membarrier(), "tree uses %s",
+	      t->tally__memb ? "membarrier" : "fences");
 	big = (tally_sword)tally_tree_flush_threshold(t) + 1;
 	sb_root = tally_tree_root(t);
 	sb_parent = tally_group_create(sb_root);
@@ -308,8 +328,8 @@ static void sb_phase(double secs)
 	CHECK(missed_sb == 0, "%llu forced flushes missed an update before them", missed_sb);
 	CHECK(missed_thr == 0, "%llu thresholded flushes missed an update past the threshold",
 	      missed_thr);
-	printf("stress_rstat: updater/flusher races: %llu rounds, %llu + %llu missed\n", rounds,
-	       missed_sb, missed_thr);
+	printf("stress_rstat: updater/flusher races (%s): %llu rounds, %llu + %llu missed\n",
+	       t->tally__memb ? "membarrier" : "full fences", rounds, missed_sb, missed_thr);
 	tally_tree_destroy(t);
 }
 
