@@ -4,7 +4,8 @@
  * fraction, with exact values.
  *
  * The fold and note are checked against a plain model written here on
- * 128-bit integers (no shared code with the header), on sequences whose
+ * 64-bit integers with explicit carries (no shared code with the header,
+ * no __int128, so it also builds for 32-bit targets), on sequences whose
  * inputs start just below the wrap point of the word, with deltas from 0
  * to 2^W - 1 and LRU sizes from 0 to the largest word.
  */
@@ -15,11 +16,16 @@
 #include <string.h>
 #include <tally/cost.h>
 
-__extension__ typedef unsigned __int128 u128;
-
 #define U(x) ((tally_uword)(x))
 #define W TALLY_WORD_BITS
 #define MASK ((uint64_t)TALLY_UWORD_MAX)
+
+/* a + b > limit for 64-bit a, b: the sum with its carry bit. */
+static bool sum_over(uint64_t a, uint64_t b, uint64_t limit)
+{
+	uint64_t s = a + b;
+	return s < a || s > limit;
+}
 
 /* ---- the plain model ---------------------------------------------------- */
 struct model {
@@ -39,7 +45,7 @@ static void model_fold(struct model *m, const uint64_t rot[2], const uint64_t io
 	}
 	/* The fewest halvings k with (a >> k) + (f >> k) <= limit. */
 	int k = 0;
-	while (k < 64 && (u128)(m->count[0] >> k) + (m->count[1] >> k) > limit)
+	while (k < 64 && sum_over(m->count[0] >> k, m->count[1] >> k, limit))
 		k++;
 	m->count[0] = k < 64 ? m->count[0] >> k : 0;
 	m->count[1] = k < 64 ? m->count[1] >> k : 0;
@@ -48,8 +54,12 @@ static void model_fold(struct model *m, const uint64_t rot[2], const uint64_t io
 static void model_note(struct model *m, int side, uint64_t nr_io, uint64_t nr_rot,
 		       uint64_t lrusize)
 {
-	m->count[side] = (m->count[side] + ((nr_io * 32 + nr_rot) & MASK)) & MASK;
-	if ((u128)m->count[0] + m->count[1] > (lrusize & MASK) / 4) {
+	uint64_t cost = (nr_io * 32 + nr_rot) & MASK;
+	/* lru_note_cost(): no cost, no decay (an early return). */
+	if (!cost)
+		return;
+	m->count[side] = (m->count[side] + cost) & MASK;
+	if (sum_over(m->count[0], m->count[1], (lrusize & MASK) / 4)) {
 		m->count[0] /= 2;
 		m->count[1] /= 2;
 	}
@@ -186,7 +196,7 @@ Test(cost, huge_delta_needs_many_halvings)
 	uint64_t rot[2] = {MASK, MASK}, io[2] = {0, 0};
 	model_fold(&m, rot, io, MASK);
 	cr_assert(out[0] == U(m.count[0]) && out[1] == U(m.count[1]));
-	cr_assert_leq((u128)out[0] + out[1], (u128)(MASK / 4));
+	cr_assert(!sum_over(out[0], out[1], MASK / 4));
 }
 
 Test(cost, fold_decays_in_proportion_across_a_gap)
@@ -265,7 +275,7 @@ Test(cost, fold_sequences_match_the_model)
 				  (unsigned long long)seed, step, (unsigned long long)out[0],
 				  (unsigned long long)out[1], (unsigned long long)m.count[0],
 				  (unsigned long long)m.count[1]);
-			cr_assert_leq((u128)out[0] + out[1], (u128)((lru & MASK) / 4));
+			cr_assert(!sum_over(out[0], out[1], (lru & MASK) / 4));
 			expect_cost(&c, m.count[0], m.count[1]);
 		}
 	}
@@ -282,8 +292,12 @@ Test(cost, note_adds_and_halves_once)
 	expect_cost(&c, 32, 5);
 	tally_cost_note(&c, TALLY_FILE, 2, 3, TALLY_UWORD_MAX);
 	expect_cost(&c, 32, 5 + 64 + 3);
-	/* Sum 32 + 72 = 104 > 100: halve once. */
+	/* No cost (nr_io * 32 + nr_rotated == 0): lru_note_cost() returns at
+	 * once, nothing decays although 32 + 72 = 104 > 100. */
 	tally_cost_note(&c, TALLY_ANON, 0, 0, 400);
+	expect_cost(&c, 32, 72);
+	/* Sum 33 + 72 = 105 > 100: halve once. */
+	tally_cost_note(&c, TALLY_ANON, 0, 1, 400);
 	expect_cost(&c, 16, 36);
 	/* Sum == limit: no halving. */
 	tally_cost_note(&c, TALLY_ANON, 0, 48, 400);
@@ -295,6 +309,39 @@ Test(cost, note_adds_and_halves_once)
 	struct tally_cost_input last[2];
 	tally_cost_last(&c, last);
 	cr_assert(last[0].rotated == 0 && last[1].io == 0);
+}
+
+/* lru_note_cost() computes cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated in
+ * unsigned long and returns before the decay when it is 0: a zero note
+ * changes nothing, whatever the LRU size, locked or not, even when the
+ * weighted sum wraps to 0. */
+Test(cost, zero_cost_note_does_not_decay)
+{
+	struct tally_cost c;
+	tally_cost_init(&c);
+	tally_cost_note(&c, TALLY_ANON, 3, 4, TALLY_UWORD_MAX);
+	tally_cost_note(&c, TALLY_FILE, 1, 1, TALLY_UWORD_MAX);
+	expect_cost(&c, 100, 33);
+	/* Far over every limit below: one non-zero note would halve. */
+	for (uint64_t lru = 0; lru < 8; lru++) {
+		tally_cost_note(&c, TALLY_ANON, 0, 0, U(lru));
+		tally_cost_note(&c, TALLY_FILE, 0, 0, U(lru));
+		expect_cost(&c, 100, 33);
+	}
+	tally_cost_lock(&c);
+	tally_cost_note_locked(&c, TALLY_FILE, 0, 0, 0);
+	tally_cost_unlock(&c);
+	expect_cost(&c, 100, 33);
+	/* 2^(W-5) IO events weigh 2^W: the modular cost is 0, as in the
+	 * kernel's unsigned long. */
+	tally_cost_note(&c, TALLY_ANON, U((uint64_t)1 << (W - 5)), 0, 0);
+	expect_cost(&c, 100, 33);
+	/* Rotations that complete the wrap: also 0. */
+	tally_cost_note(&c, TALLY_FILE, U(MASK / 32), 32, 0);
+	expect_cost(&c, 100, 33);
+	/* The smallest cost decays as usual: 101 + 33 > 0 -> 50, 16. */
+	tally_cost_note(&c, TALLY_ANON, 0, 1, 0);
+	expect_cost(&c, 50, 16);
 }
 
 Test(cost, note_sequences_match_the_model)
@@ -384,14 +431,67 @@ Test(scan_fraction, golden)
 	expect_fraction(1000, 0, 100, 100 * 3001 / 2001, 100 * 3001 / 1001);
 }
 
-/* The formula on 128-bit integers, as written in get_scan_count(). */
+/* The formula in 128-bit arithmetic written out on 64-bit halves (no
+ * __int128, which 32-bit targets lack), with a plain shift-and-subtract
+ * long division: a different algorithm from the header's. */
+struct wide {
+	uint64_t hi, lo;
+};
+
+static struct wide wide_add(struct wide a, struct wide b)
+{
+	struct wide r = {a.hi + b.hi, a.lo + b.lo};
+	r.hi += r.lo < a.lo;
+	return r;
+}
+
+static struct wide wide_of(uint64_t v)
+{
+	struct wide r = {0, v};
+	return r;
+}
+
+/* a * k by repeated doubling (k small). */
+static struct wide wide_mul(struct wide a, unsigned k)
+{
+	struct wide r = {0, 0};
+	for (; k; k >>= 1) {
+		if (k & 1)
+			r = wide_add(r, a);
+		a = wide_add(a, a);
+	}
+	return r;
+}
+
+/* floor(n / d), d > 0; the quotient must fit 64 bits. */
+static uint64_t wide_div(struct wide n, struct wide d)
+{
+	struct wide rem = {0, 0};
+	uint64_t q = 0;
+	for (int b = 127; b >= 0; b--) {
+		uint64_t bit = b >= 64 ? (n.hi >> (b - 64)) & 1 : (n.lo >> b) & 1;
+		rem.hi = (rem.hi << 1) | (rem.lo >> 63);
+		rem.lo = (rem.lo << 1) | bit;
+		if (rem.hi > d.hi || (rem.hi == d.hi && rem.lo >= d.lo)) {
+			uint64_t borrow = rem.lo < d.lo;
+			rem.lo -= d.lo;
+			rem.hi -= d.hi + borrow;
+			if (b < 64)
+				q |= (uint64_t)1 << b;
+		}
+	}
+	return q;
+}
+
+/* The formula as written in get_scan_count(), in exact arithmetic. */
 static void formula(uint64_t a, uint64_t f, unsigned sw, uint64_t *ap, uint64_t *fp)
 {
-	u128 total = (u128)a + f;
-	u128 ap_cost = total + a, fp_cost = total + f;
-	total = ap_cost + fp_cost;
-	*ap = (uint64_t)((u128)sw * (total + 1) / (ap_cost + 1));
-	*fp = (uint64_t)((u128)(200 - sw) * (total + 1) / (fp_cost + 1));
+	struct wide total = wide_add(wide_of(a), wide_of(f));
+	struct wide ap_cost = wide_add(total, wide_of(a)), fp_cost = wide_add(total, wide_of(f));
+	struct wide one = wide_of(1);
+	total = wide_add(wide_add(ap_cost, fp_cost), one);
+	*ap = wide_div(wide_mul(total, sw), wide_add(ap_cost, one));
+	*fp = wide_div(wide_mul(total, 200 - sw), wide_add(fp_cost, one));
 }
 
 Test(scan_fraction, sweep_matches_128_bit_formula)

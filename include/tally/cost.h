@@ -23,9 +23,11 @@
  *    file keep their proportions across a reclaim gap.
  *
  *  - Producer side (classic lru_note_cost, tally_cost_note): every event
- *    adds nr_io * 32 + nr_rotated to its side, then, if anon + file >
- *    lrusize / 4, halves both once. The kernel repeats this at every
- *    ancestor lruvec, each under its own lru_lock.
+ *    adds cost = nr_io * 32 + nr_rotated (modulo 2^W) to its side, then,
+ *    if anon + file > lrusize / 4, halves both once. A zero cost changes
+ *    nothing (no decay either: lru_note_cost() returns at once). The
+ *    kernel repeats this at every ancestor lruvec, each under its own
+ *    lru_lock.
  *
  * Arithmetic: counts, inputs and deltas are tally_uword, modulo 2^W like
  * the kernel's unsigned long. The comparison anon + file > lrusize / 4 is
@@ -274,6 +276,14 @@ static inline void tally_cost_fold(struct tally_cost *c, const struct tally_cost
 	tally_cost_unlock(c);
 }
 
+/* nr_io * SWAP_CLUSTER_MAX + nr_rotated, modulo 2^W (the kernel's
+ * unsigned long cost). */
+TALLY__INLINE tally_uword tally__cost_weigh(tally_uword nr_io, tally_uword nr_rotated)
+{
+	return (tally_uword)((tally_uword)(nr_io * (tally_uword)TALLY_SWAP_CLUSTER_MAX) +
+			     nr_rotated);
+}
+
 /*
  * tally_cost_note_locked - tally_cost_note for a caller that holds c's
  * cost lock. Same arguments and rules.
@@ -282,12 +292,15 @@ static inline void tally_cost_note_locked(struct tally_cost *c, int side, tally_
 					  tally_uword nr_rotated, tally_uword lrusize)
 {
 	tally_uword n[2], limit = lrusize / 4u;
+	tally_uword cost = tally__cost_weigh(nr_io, nr_rotated);
 	if (tally__bad(!c || (side != TALLY_ANON && side != TALLY_FILE)))
+		return;
+	/* lru_note_cost(): no cost, no decay. */
+	if (!cost)
 		return;
 	n[0] = c->tally__side[0].count;
 	n[1] = c->tally__side[1].count;
-	n[side] = (tally_uword)(n[side] + (tally_uword)(nr_io * (tally_uword)TALLY_SWAP_CLUSTER_MAX +
-							 nr_rotated));
+	n[side] = (tally_uword)(n[side] + cost);
 	if (tally__cost_over(n[0], n[1], limit)) {
 		n[0] >>= 1;
 		n[1] >>= 1;
@@ -297,8 +310,10 @@ static inline void tally_cost_note_locked(struct tally_cost *c, int side, tally_
 
 /*
  * tally_cost_note - the classic producer-side update (lru_note_cost()) for
- * one lruvec: side's count += nr_io * 32 + nr_rotated (modular); then if
- * anon + file > lrusize / 4, both are halved once. The caller walks the
+ * one lruvec: cost = nr_io * 32 + nr_rotated (modular); if cost is 0,
+ * nothing changes and the lock is not taken (lru_note_cost()'s early
+ * return: no decay without a cost). Otherwise side's count += cost; then
+ * if anon + file > lrusize / 4, both are halved once. The caller walks the
  * ancestors itself. Bad c or side (not TALLY_ANON/TALLY_FILE): nothing
  * changes. Takes c's cost lock (uncontended when the caller already
  * serialises notes, as the kernel does with lru_lock): blocking.
@@ -307,6 +322,8 @@ static inline void tally_cost_note(struct tally_cost *c, int side, tally_uword n
 				   tally_uword nr_rotated, tally_uword lrusize)
 {
 	if (tally__bad(!c || (side != TALLY_ANON && side != TALLY_FILE)))
+		return;
+	if (!tally__cost_weigh(nr_io, nr_rotated))
 		return;
 	tally_cost_lock(c);
 	tally_cost_note_locked(c, side, nr_io, nr_rotated, lrusize);
