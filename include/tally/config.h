@@ -10,6 +10,20 @@
 #define TALLY_CONFIG_H
 
 /*
+ * The language: C11 or C++11 and later. Every tally header includes this
+ * one first, so an older standard stops here with one clear message
+ * instead of compiling (aligned_alloc undeclared before C11, a truncated
+ * pointer) and crashing at run time.
+ */
+#if defined(__cplusplus)
+#  if __cplusplus < 201103L
+#    error "tally requires C11 or C++11 (or later): compile with -std=c++11 or newer"
+#  endif
+#elif !defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L
+#  error "tally requires C11 or C++11 (or later): compile with -std=c11 (or -std=gnu11) or newer"
+#endif
+
+/*
  * TALLY_WORD_BITS: width of tally_uword / tally_sword, 32 or 64.
  * Default: the width of long (the kernel's unsigned long counters). Setting
  * 32 on a 64-bit host reproduces 32-bit wraparound in seconds.

@@ -14,7 +14,10 @@
 #if TALLY__LINUX && defined(__has_include)
 #  if __has_include(<sys/rseq.h>)
 #    include <sys/rseq.h>
-#    if defined(RSEQ_SIG) && (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__))
+/* x32 (__x86_64__ with __ILP32__) is left out: its thread pointer is a
+ * 32-bit load, and no kernel here runs x32 to test it. */
+#    if defined(RSEQ_SIG) && ((defined(__x86_64__) && !defined(__ILP32__)) ||                   \
+			      defined(__i386__) || defined(__aarch64__))
 #      define TALLY__HAVE_RSEQ_AREA 1
 #    endif
 #  endif
