@@ -389,6 +389,44 @@ Test(cost, bad_input_changes_nothing)
 	tally_cost_init(NULL);
 }
 
+/* NULL anywhere: every public call is a no-op or reads zeros. */
+Test(cost, null_anywhere)
+{
+	struct tally_cost c;
+	struct tally_cost_input in[2] = {{5, 1}, {6, 2}}, last[2];
+	tally_uword out[2] = {7, 7};
+	uint64_t fr[2] = {9, 9}, d = 9;
+	tally_cost_init(&c);
+	tally_cost_init(NULL);
+	cr_assert(!tally_cost_trylock(NULL));
+	tally_cost_lock(NULL);
+	tally_cost_unlock(NULL);
+	tally_cost_fold_locked(NULL, in, 100, out);
+	cr_assert(out[0] == 0 && out[1] == 0);
+	out[0] = out[1] = 7;
+	tally_cost_fold_locked(&c, NULL, 100, out);
+	cr_assert(out[0] == 0 && out[1] == 0);
+	tally_cost_fold_locked(NULL, NULL, 100, NULL);
+	tally_cost_fold(NULL, NULL, 100, NULL);
+	tally_cost_note_locked(NULL, TALLY_ANON, 1, 1, 100);
+	tally_cost_note(NULL, TALLY_FILE, 1, 1, 100);
+	memset(last, 0xa5, sizeof(last));
+	tally_cost_last(NULL, last);
+	cr_assert(last[0].rotated == 0 && last[0].io == 0 && last[1].rotated == 0 &&
+		  last[1].io == 0);
+	tally_cost_last(&c, NULL);
+	tally_cost_read(NULL, NULL);
+	tally_scan_fraction(1, 2, 60, NULL, NULL);
+	tally_scan_fraction(1, 2, 60, fr, &d);
+	cr_assert(fr[0] == 120 && fr[1] == 233 && d == 353);
+	/* c itself never changed, and its lock is free. */
+	expect_cost(&c, 0, 0);
+	tally_cost_last(&c, last);
+	cr_assert(last[0].rotated == 0 && last[1].io == 0);
+	cr_assert(tally_cost_trylock(&c));
+	tally_cost_unlock(&c);
+}
+
 Test(cost, lock_api)
 {
 	struct tally_cost c;

@@ -1,7 +1,8 @@
 /*
- * Unit tests for tally/inflight.h: the in-flight gauges and seed 001's
- * isolation throttle, one rule per test, then threads that over-isolate,
- * wait once and give up, and putbacks that wake them.
+ * Unit tests for tally/inflight.h: the in-flight gauges and the isolation
+ * throttle of "mm/vmscan: throttle MGLRU eviction when isolated folios pile
+ * up" (Hui Zhu, v7), one rule per test, then threads that over-isolate, wait
+ * once and give up, and putbacks that wake them.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -54,6 +55,41 @@ Test(inflight, init_and_bad_input)
 	cr_assert_eq(tally_inflight_putback(&f, 2, 1), -EINVAL);
 	tally_inflight_destroy(&f);
 	tally_inflight_destroy(NULL);
+}
+
+/* NULL anywhere: every public call fails cleanly (-EINVAL, 0, false or a
+ * no-op); nothing reaches a gauge. */
+Test(inflight, null_anywhere)
+{
+	struct tally_inflight f;
+	struct tally_inflight_stats s;
+	struct pool p = {{100}, 0};
+	bool fatal = true;
+	cr_assert_eq(tally_inflight_init(NULL, 1, 0), -EINVAL);
+	cr_assert_eq(tally_inflight_init(&f, 1, 1000000), 0);
+	tally_inflight_destroy(NULL);
+	cr_assert_eq(tally_inflight_wait_ns(NULL), 0);
+	cr_assert_eq(tally_inflight_read(NULL, 0), 0);
+	cr_assert_eq(tally_inflight_waiters(NULL), 0);
+	tally_inflight_wake(NULL);
+	cr_assert_eq(tally_inflight_isolate(NULL, 0, 1), -EINVAL);
+	cr_assert_eq(tally_inflight_putback(NULL, 0, 1), -EINVAL);
+	cr_assert(!tally_inflight_too_many(NULL, 0, 0, NULL));
+	cr_assert_eq(tally_inflight_allowed(NULL, 1u, pool_evictable, &p, NULL, &fatal), 0u);
+	cr_assert(!fatal);
+	fatal = true;
+	cr_assert_eq(tally_inflight_allowed(&f, 1u, NULL, &p, NULL, &fatal), 0u);
+	cr_assert(!fatal);
+	/* NULL who is an ordinary caller, NULL fatal is not written. */
+	cr_assert_eq(tally_inflight_allowed(&f, 1u, pool_evictable, &p, NULL, NULL), 1u);
+	memset(&s, 0xa5, sizeof(s));
+	tally_inflight_stats(NULL, &s);
+	cr_assert(s.throttled == 0 && s.woken == 0 && s.timeouts == 0 && s.gave_up == 0 &&
+		  s.fatal == 0);
+	tally_inflight_stats(&f, NULL);
+	cr_assert_eq(tally_inflight_read(&f, 0), 0);
+	cr_assert_eq(stats(&f).throttled, 0);
+	tally_inflight_destroy(&f);
 }
 
 Test(inflight, isolate_and_putback_move_the_gauge)

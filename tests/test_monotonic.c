@@ -1,7 +1,8 @@
 /*
  * Unit tests for tally/monotonic.h: modular deltas, clamping, time_after()
  * order, samplers, the clamped matrix sum, and clamped vs monotonic reads of
- * a vec item driven past TALLY_SWORD_MAX (seed 000's bug).
+ * a vec item driven past TALLY_SWORD_MAX (the bug that "mm/vmstat,
+ * mm/memcontrol: add _monotonic vmstat readers", Usama Arif, 2026, fixes).
  *
  * Every expectation is written for the word width in force
  * (TALLY_WORD_BITS: 64 by default on a 64-bit host, 32 in the w32 build).
@@ -124,6 +125,19 @@ Test(monotonic, sample_advance)
 	s.last = U(TALLY_SWORD_MAX) - 99u;
 	cr_assert_eq(tally_sample_advance(&s, HALF + 100u), 200);
 	cr_assert_eq(s.last, HALF + 100u);
+}
+
+/* NULL anywhere: a documented no-op, never a crash. A NULL sampler has no
+ * last value: it reports no events (0) and remembers nothing. */
+Test(monotonic, null_sampler_is_a_no_op)
+{
+	struct tally_sample s = {7};
+	cr_assert_eq(tally_sample_advance(NULL, 0), 0);
+	cr_assert_eq(tally_sample_advance(NULL, 12345), 0);
+	cr_assert_eq(tally_sample_advance(NULL, TALLY_UWORD_MAX), 0);
+	/* A real sampler is unaffected by the NULL calls around it. */
+	cr_assert_eq(tally_sample_advance(&s, 10), 3);
+	cr_assert_eq(tally_sum_clamped(NULL, 3), 0);
 }
 
 Test(monotonic, sum_clamped)

@@ -1,7 +1,8 @@
 /*
  * tally/monotonic.h - word types, modular deltas, clamped vs monotonic reads.
  *
- * Two ways to read a signed statistic (seed 000, patch 1):
+ * Two ways to read a signed statistic ("mm/vmstat, mm/memcontrol: add
+ * _monotonic vmstat readers", Usama Arif, 2026):
  *  - clamped (tally_clamp): a value below 0 reads as 0. Right for gauges
  *    such as "pages on this LRU", where a negative is transient per-CPU
  *    skew (the kernel's node_page_state()).
@@ -12,7 +13,9 @@
  *    TALLY_SWORD_MAX it reads 0, and 0 - last gives a spurious ~2^(W-1).
  *
  * All calls here are pure functions of their arguments (tally_sample_advance
- * writes only *s): wait-free, no ordering, callable from any thread.
+ * writes only *s): wait-free, no ordering, callable from any thread. NULL
+ * pointers are accepted everywhere: tally_sample_advance(NULL, x) and
+ * tally_sum_clamped(NULL, n) return 0.
  */
 #ifndef TALLY_MONOTONIC_H
 #define TALLY_MONOTONIC_H
@@ -59,18 +62,23 @@ struct tally_sample {
 	tally_uword last;
 };
 
-/* tally_sample_advance - the delta since the last sample; remembers now. */
+/* tally_sample_advance - the delta since the last sample; remembers now.
+ * NULL s: returns 0 (no sampler, no events) and changes nothing. */
 TALLY__INLINE tally_uword tally_sample_advance(struct tally_sample *s, tally_uword now)
 {
-	tally_uword d = tally_delta(s->last, now);
+	tally_uword d;
+	if (tally__bad(!s))
+		return 0;
+	d = tally_delta(s->last, now);
 	s->last = now;
 	return d;
 }
 
 /*
  * tally_sum_clamped - sum of n signed counters, each clamped at 0 first
- * (seed 004: per-generation sizes read with max(READ_ONCE(x), 0L)). The
- * sum is modular; pass NULL only with n == 0. Loads are relaxed atomic, so
+ * (per-generation sizes read with max(READ_ONCE(x), 0L), as in
+ * "mm/mglru: consolidate common code for retrieving evictable size", Kairui
+ * Song, 2026). The sum is modular; NULL v: 0. Loads are relaxed atomic, so
  * v may be updated concurrently.
  */
 static inline tally_uword tally_sum_clamped(const tally_sword *v, size_t n)
