@@ -1,6 +1,7 @@
 /*
  * tally/inflight.h - tally_inflight: per-type in-flight gauges and the
- * isolation throttle (seed 001, MGLRU's too_many_isolated()).
+ * isolation throttle (MGLRU's too_many_isolated(), from "mm/vmscan:
+ * throttle MGLRU eviction when isolated folios pile up", Hui Zhu, v7).
  *
  * A reclaimer isolates items of some type (anon, file, ...) from a shared
  * pool, works on them without the pool's lock, and puts them back. When
@@ -20,7 +21,7 @@
  *   // ... work, put back under the pool's lock
  *   tally_inflight_putback(&f, type, n);         // wakes throttled waiters
  *
- * The rules (seed 001):
+ * The rules (lru_gen_too_many_isolated(), throttle_evictable_types()):
  *  - too_many(type): false for exempt callers (kswapd, callers whose
  *    writeback throttling is not sane). Otherwise, with evictable the
  *    type's evictable size: evictable >>= 3 first for callers allowed to do
@@ -40,8 +41,12 @@
  * Concurrency: isolate, putback, read and too_many are lock-free (one
  * atomic RMW or load; putback takes the waiters' mutex only when someone
  * waits). allowed blocks only in its one bounded wait. The wait uses a
- * pthread mutex and condition variable (CLOCK_MONOTONIC); nothing else
- * does. Every call but init/destroy may run beside every other.
+ * pthread mutex and a condition variable on the monotonic clock (the wall
+ * clock where the platform cannot wait on another, e.g. macOS); nothing
+ * else does. The clock is chosen once by tally_inflight_init and recorded
+ * in the object, so translation units built with different feature-test
+ * macros (-std=c11 beside -std=gnu11) agree on every deadline. Every call
+ * but init/destroy may run beside every other.
  * Ordering: the gauge updates and the waiters count are sequentially
  * consistent, so a putback that races with a reclaimer going to sleep
  * either sees it waiting (and wakes it) or is seen by its last check.
@@ -50,18 +55,10 @@
 #define TALLY_INFLIGHT_H
 
 #include <tally/monotonic.h>
+#include <tally/os.h>
 
 #include <pthread.h>
 #include <time.h>
-
-/* The wait's clock: CLOCK_MONOTONIC where POSIX.1-2001 is visible (the
- * default with glibc unless the program asks for strict ISO C); otherwise
- * the C11 wall clock, where a clock jump can stretch or cut one wait. */
-#if defined(CLOCK_MONOTONIC) && defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
-#  define TALLY__INFLIGHT_MONO 1
-#else
-#  define TALLY__INFLIGHT_MONO 0
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,7 +83,7 @@ struct tally_inflight_caller {
 };
 
 /* Evictable size of a type, as the caller measures it (for example
- * tally_sum_clamped() over per-generation counters, seed 004). */
+ * tally_sum_clamped() over per-generation counters). */
 typedef tally_uword (*tally_inflight_evictable_fn)(void *arg, unsigned type);
 
 /* Throttle statistics (monotonic, relaxed; for reports and tests). */
@@ -107,7 +104,7 @@ struct tally_inflight {
 	uint64_t tally__wait_ns;
 	struct tally_inflight_stats tally__stats;
 	pthread_mutex_t tally__lock;
-	pthread_cond_t tally__cond;
+	struct tally__os_cond tally__cond; /* its clock recorded at init */
 };
 
 /*
@@ -120,7 +117,6 @@ struct tally_inflight {
 static inline int tally_inflight_init(struct tally_inflight *f, unsigned nr_types,
 				      uint64_t wait_ns)
 {
-	pthread_condattr_t ca;
 	int err;
 	if (tally__bad(!f || !nr_types || nr_types > TALLY_INFLIGHT_TYPES_MAX ||
 		       wait_ns > TALLY_INFLIGHT_WAIT_MAX_NS))
@@ -133,19 +129,12 @@ static inline int tally_inflight_init(struct tally_inflight *f, unsigned nr_type
 		f->tally__nr_types = 0; /* destroy is a no-op */
 		return -err;
 	}
-	err = pthread_condattr_init(&ca);
-	if (!err) {
-#if TALLY__INFLIGHT_MONO && !defined(__APPLE__)
-		err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-#endif
-		if (!err)
-			err = pthread_cond_init(&f->tally__cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	/* The wait's clock is chosen here, once, and recorded in f. */
+	err = tally__os_cond_init(&f->tally__cond);
 	if (err) {
 		pthread_mutex_destroy(&f->tally__lock);
 		f->tally__nr_types = 0;
-		return -err;
+		return err;
 	}
 	return 0;
 }
@@ -156,7 +145,7 @@ static inline void tally_inflight_destroy(struct tally_inflight *f)
 {
 	if (!f || !f->tally__nr_types)
 		return;
-	pthread_cond_destroy(&f->tally__cond);
+	tally__os_cond_destroy(&f->tally__cond);
 	pthread_mutex_destroy(&f->tally__lock);
 	f->tally__nr_types = 0;
 }
@@ -198,7 +187,7 @@ static inline void tally_inflight_wake(struct tally_inflight *f)
 		return;
 	pthread_mutex_lock(&f->tally__lock);
 	tally__store(&f->tally__wake_seq, tally__load(&f->tally__wake_seq) + 1u);
-	pthread_cond_broadcast(&f->tally__cond);
+	tally__os_cond_broadcast(&f->tally__cond);
 	pthread_mutex_unlock(&f->tally__lock);
 }
 
@@ -301,18 +290,12 @@ static inline void tally__inflight_throttle(struct tally_inflight *f, unsigned t
 					    const struct tally_inflight_caller *who)
 {
 	struct timespec deadline;
-	uint64_t seq, ns;
+	uint64_t seq;
 	bool has, early = false;
 	int rc = 0;
 	tally__add(&f->tally__stats.throttled, 1u);
-#if TALLY__INFLIGHT_MONO && !defined(__APPLE__)
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-#else
-	timespec_get(&deadline, TIME_UTC);
-#endif
-	ns = (uint64_t)deadline.tv_nsec + f->tally__wait_ns;
-	deadline.tv_sec += (time_t)(ns / 1000000000u);
-	deadline.tv_nsec = (long)(ns % 1000000000u);
+	/* On the clock recorded at init, whatever this unit's macros say. */
+	tally__os_cond_deadline(&f->tally__cond, &deadline, f->tally__wait_ns);
 	pthread_mutex_lock(&f->tally__lock);
 	/* Seq-cst: pairs with the load in tally_inflight_wake. */
 	__atomic_add_fetch(&f->tally__waiters, 1u, __ATOMIC_SEQ_CST);
@@ -321,7 +304,7 @@ static inline void tally__inflight_throttle(struct tally_inflight *f, unsigned t
 		early = true;
 	} else {
 		while (tally__load(&f->tally__wake_seq) == seq && rc != ETIMEDOUT)
-			rc = pthread_cond_timedwait(&f->tally__cond, &f->tally__lock, &deadline);
+			rc = tally__os_cond_timedwait(&f->tally__cond, &f->tally__lock, &deadline);
 		early = tally__load(&f->tally__wake_seq) != seq;
 	}
 	__atomic_sub_fetch(&f->tally__waiters, 1u, __ATOMIC_SEQ_CST);
