@@ -201,8 +201,8 @@ Test(cost, huge_delta_needs_many_halvings)
 
 Test(cost, fold_decays_in_proportion_across_a_gap)
 {
-	/* Seed 000: 100 anon refaults, then 20 file refaults, then reclaim.
-	 * lrusize 4000 (limit 1000). The read-side fold sees 3200 : 640 at
+	/* The reclaim gap of the series' cover letter: 100 anon refaults,
+	 * then 20 file refaults, then reclaim. lrusize 4000 (limit 1000). The read-side fold sees 3200 : 640 at
 	 * once and halves both twice: 800 : 160, the events' 5 : 1. */
 	struct tally_cost c;
 	tally_uword out[2];

@@ -1,6 +1,8 @@
 /*
  * tally/cost.h - tally_cost: the anon/file scan-balance cost accumulator
- * with lrusize/4 halving, and get_scan_count()'s scan fraction (seed 000).
+ * with lrusize/4 halving, and get_scan_count()'s scan fraction (the
+ * read-side fold of "reduce lru_lock contention via vmstat-derived
+ * scan-balance cost", Usama Arif, 2026; the classic lru_note_cost()).
  *
  * Two ways to feed one accumulator (pick one per accumulator):
  *
@@ -87,10 +89,7 @@
 #define TALLY_COST_H
 
 #include <tally/monotonic.h>
-
-#if defined(__unix__) || defined(__APPLE__)
-#  include <sched.h>
-#endif
+#include <tally/os.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -161,9 +160,7 @@ TALLY__INLINE void tally__cost_backoff(unsigned *spins)
 		tally__cpu_relax();
 	} else {
 		*spins = 0;
-#if defined(__unix__) || defined(__APPLE__)
-		sched_yield();
-#endif
+		tally__os_yield();
 	}
 }
 
