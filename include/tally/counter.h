@@ -162,6 +162,12 @@ TALLY__INLINE tally_sword tally_counter_error_bound(const struct tally_counter *
 	return c->tally__batch * n;
 }
 
+/* tally_counter_batch - the fold threshold c uses. NULL c: 0. */
+TALLY__INLINE tally_sword tally_counter_batch(const struct tally_counter *c)
+{
+	return tally__bad(!c) ? 0 : c->tally__batch;
+}
+
 /* tally_counter_read_positive - read, negative values as 0. */
 TALLY__INLINE tally_uword tally_counter_read_positive(const struct tally_counter *c)
 {
