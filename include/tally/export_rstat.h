@@ -1,0 +1,425 @@
+/*
+ * tally/export_rstat.h - render a tally_tree through a tally_export: every
+ * group a row, its path a label, hierarchical and local values as separate
+ * families. Needs rstat.h (liburcu); counters and vectors alone need only
+ * <tally/export.h>.
+ *
+ *   tally_export_add_tree(&e, "memcg", t, item_names, helps, kinds,
+ *                         my_group_name, NULL, TALLY_EXPORT_TREE_FLUSH);
+ *
+ * For item i named n, two families:
+ *   prefix_n{group="/a/b"}        hierarchical: the group and its subtree
+ *   prefix_n_local{group="/a/b"}  local: the group alone
+ * so sum(prefix_n_local) is the root's prefix_n and sum() over one family
+ * never counts an event twice. Counters get _total in the output. The
+ * flat-keyed TALLY_EXPORT_STAT text has the root's hierarchical values.
+ *
+ * Paths: the root is "/", its child named a is "/a", a's child b "/a/b".
+ * Names come from name_fn(group, name_arg), called while rendering for
+ * every group but the root: a NULL name leaves the group and its subtree
+ * out of the rows (their counts still appear in the ancestors'
+ * hierarchical values). A name must be non-empty valid UTF-8 without '/';
+ * a bad name, or two siblings with the same name, fails the render with
+ * -EINVAL and tally_export_error() names the path.
+ *
+ * Values are as of a flush: with TALLY_EXPORT_TREE_FLUSH every render
+ * first forces a flush of the root (tally_group_flush_force), so the rows
+ * are the exact sums of every update completed before the render. Without
+ * it, rows show the last flush (a periodic flusher's). Counters are widened
+ * per (group, item) as in export.h; the state of a group follows its
+ * pointer and path, and is dropped once the group is no longer rendered.
+ *
+ * The rendering thread walks children (tally_group_for_each_child), so it
+ * must be registered with the tree's RCU flavor (urcu_memb_register_thread()
+ * for the default), as rstat.h requires of walkers. Groups may be created
+ * and destroyed meanwhile: a render sees each such group or not.
+ */
+#ifndef TALLY_EXPORT_RSTAT_H
+#define TALLY_EXPORT_RSTAT_H
+
+#include <tally/export.h>
+#include <tally/rstat.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Force a flush of the root before each render (exact values). */
+#define TALLY_EXPORT_TREE_FLUSH 1u
+
+typedef const char *(*tally_export_group_name_fn)(const struct tally_group *g, void *arg);
+
+/* Private: one row's identity, and the tree source's render state. */
+struct tally__xkey {
+	const struct tally_group *g;
+	uint64_t h; /* hash of its path */
+};
+
+struct tally__xtree {
+	struct tally_tree *t;
+	tally_export_group_name_fn name_fn;
+	void *name_arg;
+	unsigned flags;
+	/* this render's rows */
+	struct tally__xkey *keys;
+	struct tally__xseries *ser; /* [rows][2 * nr_items] */
+	size_t cap_rows;      /* keys, ser */
+	size_t cap_lab_rows;  /* the source's lab_off and val */
+	size_t lab_len, lab_cap;
+	uint32_t *paths; /* hash set of rows by path; cap_paths slots */
+	size_t cap_paths;
+	/* the previous render's rows, indexed by key */
+	struct tally__xkey *okeys;
+	struct tally__xseries *oser;
+	size_t onr, ocap_rows;
+	uint32_t *oidx; /* slots: row + 1, 0 empty */
+	size_t ocap;
+};
+
+static inline uint64_t tally__xhash(const char *s, size_t n, uint64_t h)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static inline uint64_t tally__xkey_hash(const struct tally__xkey *k)
+{
+	uint64_t h = k->h ^ ((uint64_t)(uintptr_t)k->g * 0x9e3779b97f4a7c15ull);
+	return h ^ (h >> 29);
+}
+
+static inline void tally__xtree_release(struct tally__xsrc *s)
+{
+	struct tally__xtree *x = (struct tally__xtree *)s->priv;
+	if (!x)
+		return;
+	free(x->keys);
+	free(x->ser);
+	free(x->paths);
+	free(x->okeys);
+	free(x->oser);
+	free(x->oidx);
+	free(x);
+	s->priv = NULL;
+}
+
+struct tally__xwalk {
+	struct tally_export *e;
+	struct tally__xsrc *s;
+	struct tally__xtree *x;
+	size_t parent; /* row of the parent */
+	int err;
+};
+
+/* Grow the per-row arrays to hold row r. */
+static inline int tally__xtree_grow(struct tally__xsrc *s, struct tally__xtree *x, size_t r)
+{
+	size_t n = 2u * s->nr_items;
+	if (r >= x->cap_rows) {
+		size_t cap = x->cap_rows ? 2 * x->cap_rows : 64;
+		struct tally__xkey *k = (struct tally__xkey *)realloc(x->keys, cap * sizeof(*k));
+		struct tally__xseries *se;
+		if (!k)
+			return -ENOMEM;
+		x->keys = k;
+		se = (struct tally__xseries *)realloc(x->ser, cap * n * sizeof(*se));
+		if (!se)
+			return -ENOMEM;
+		x->ser = se;
+		x->cap_rows = cap;
+	}
+	if (r >= x->cap_lab_rows) {
+		size_t cap = x->cap_lab_rows ? 2 * x->cap_lab_rows : 64;
+		size_t *lo = (size_t *)realloc(s->lab_off, cap * sizeof(*lo));
+		if (!lo)
+			return -ENOMEM;
+		s->lab_off = lo;
+		if (tally__xgrow_val(s, cap * n))
+			return -ENOMEM;
+		x->cap_lab_rows = cap;
+	}
+	return 0;
+}
+
+/* Insert row r into the path set; -EEXIST if an equal path is there. */
+static inline int tally__xtree_path_add(struct tally__xsrc *s, struct tally__xtree *x, size_t r)
+{
+	size_t i, mask;
+	if (2 * (r + 1) > x->cap_paths) {
+		size_t cap = x->cap_paths ? 2 * x->cap_paths : 128, j;
+		uint32_t *p = (uint32_t *)calloc(cap, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		for (j = 0; j < r; j++) {
+			size_t k = (size_t)(x->keys[j].h & (cap - 1));
+			while (p[k])
+				k = (k + 1) & (cap - 1);
+			p[k] = (uint32_t)(j + 1);
+		}
+		free(x->paths);
+		x->paths = p;
+		x->cap_paths = cap;
+	}
+	mask = x->cap_paths - 1;
+	for (i = (size_t)(x->keys[r].h & mask); x->paths[i]; i = (i + 1) & mask) {
+		size_t o = x->paths[i] - 1;
+		if (x->keys[o].h == x->keys[r].h &&
+		    !strcmp(s->lab + s->lab_off[o], s->lab + s->lab_off[r]))
+			return -EEXIST;
+	}
+	x->paths[i] = (uint32_t)(r + 1);
+	return 0;
+}
+
+/* Add a row for g with path parent_path + "/" + name (name NULL: the
+ * root, path "/"); fills its values. Returns 0 or -errno. */
+static inline int tally__xtree_row(struct tally_export *e, struct tally__xsrc *s,
+				   struct tally__xtree *x, const struct tally_group *g,
+				   size_t parent, const char *name)
+{
+	size_t r = s->nr_rows, plen = 0, nlen = name ? strlen(name) : 0, need, i, n;
+	size_t at = x->lab_len;
+	char *path;
+	const struct tally__xseries *old = NULL;
+	struct tally__xseries *nw;
+	uint64_t *val;
+	if (tally__xtree_grow(s, x, r))
+		return -ENOMEM;
+	if (name) {
+		plen = strlen(s->lab + s->lab_off[parent]);
+		if (plen == 1)
+			plen = 0; /* the root's "/" */
+	}
+	need = plen + 1 + nlen + 1;
+	if (x->lab_len + need > x->lab_cap) {
+		size_t cap = x->lab_cap ? 2 * x->lab_cap : 4096;
+		char *l;
+		while (cap < x->lab_len + need)
+			cap *= 2;
+		l = (char *)realloc(s->lab, cap);
+		if (!l)
+			return -ENOMEM;
+		s->lab = l;
+		x->lab_cap = cap;
+	}
+	path = s->lab + at;
+	if (plen)
+		memcpy(path, s->lab + s->lab_off[parent], plen);
+	path[plen] = '/';
+	memcpy(path + plen + 1, name ? name : "", nlen);
+	path[plen + 1 + nlen] = '\0';
+	x->lab_len += need;
+	s->lab_off[r] = at;
+	x->keys[r].g = g;
+	x->keys[r].h = tally__xhash(path, plen + 1 + nlen, 0xcbf29ce484222325ull);
+	if (tally__xtree_path_add(s, x, r) == -EEXIST)
+		return tally__xerr(e, -EINVAL, "two groups have the path '%s'", path, 0);
+	/* The previous render's state of this (group, path). */
+	if (x->ocap) {
+		size_t mask = x->ocap - 1, j;
+		for (j = (size_t)(tally__xkey_hash(&x->keys[r]) & mask); x->oidx[j];
+		     j = (j + 1) & mask) {
+			size_t o = x->oidx[j] - 1;
+			if (x->okeys[o].g == g && x->okeys[o].h == x->keys[r].h) {
+				old = &x->oser[o * 2u * s->nr_items];
+				break;
+			}
+		}
+	}
+	n = s->nr_items;
+	nw = &x->ser[r * 2u * n];
+	if (old)
+		memcpy(nw, old, 2u * n * sizeof(*nw));
+	else
+		memset(nw, 0, 2u * n * sizeof(*nw));
+	val = &s->val[r * 2u * n];
+	for (i = 0; i < n; i++) {
+		val[2 * i] = tally__xvalue(&nw[2 * i], s->kinds[i],
+					   (tally_uword)tally_group_read(g, (unsigned)i));
+		val[2 * i + 1] = tally__xvalue(&nw[2 * i + 1], s->kinds[i],
+					       (tally_uword)tally_group_read_local(g, (unsigned)i));
+	}
+	s->nr_rows = r + 1;
+	return 0;
+}
+
+static inline int tally__xtree_visit(struct tally_group *c, void *arg)
+{
+	struct tally__xwalk *w = (struct tally__xwalk *)arg, sub;
+	const char *name = w->x->name_fn(c, w->x->name_arg);
+	size_t n;
+	if (!name)
+		return 0;
+	n = strlen(name);
+	if (!n || memchr(name, '/', n) || !tally__utf8_ok(name, n)) {
+		const char *pp = w->s->lab + w->s->lab_off[w->parent];
+		w->err = tally__xerr(w->e, -EINVAL,
+				     "a group under '%s' has an empty, non-UTF-8 or '/'-holding name",
+				     pp, 0);
+		return 1;
+	}
+	w->err = tally__xtree_row(w->e, w->s, w->x, c, w->parent, name);
+	if (w->err)
+		return 1;
+	sub = *w;
+	sub.parent = w->s->nr_rows - 1;
+	tally_group_for_each_child(c, tally__xtree_visit, &sub);
+	w->err = sub.err;
+	return w->err ? 1 : 0;
+}
+
+static inline int tally__xcollect_tree(struct tally_export *e, struct tally__xsrc *s)
+{
+	struct tally__xtree *x = (struct tally__xtree *)s->priv;
+	struct tally_group *root = tally_tree_root(x->t);
+	struct tally__xwalk w;
+	size_t cap, r;
+	int err;
+	if (x->flags & TALLY_EXPORT_TREE_FLUSH)
+		tally_group_flush_force(root);
+	s->nr_rows = 0;
+	x->lab_len = 0;
+	if (x->paths)
+		memset(x->paths, 0, x->cap_paths * sizeof(*x->paths));
+	err = tally__xtree_row(e, s, x, root, 0, NULL);
+	if (err) {
+		s->nr_rows = 0;
+		return err;
+	}
+	w.e = e;
+	w.s = s;
+	w.x = x;
+	w.parent = 0;
+	w.err = 0;
+	tally_group_for_each_child(root, tally__xtree_visit, &w);
+	if (w.err) {
+		/* Keep the previous state: nothing of this render counts. */
+		s->nr_rows = 0;
+		return w.err;
+	}
+	/* This render's rows become the state the next one starts from. */
+	for (cap = 64; cap < 2 * s->nr_rows; cap *= 2)
+		;
+	if (cap > x->ocap) {
+		uint32_t *idx = (uint32_t *)calloc(cap, sizeof(*idx));
+		if (!idx) {
+			s->nr_rows = 0;
+			return -ENOMEM;
+		}
+		free(x->oidx);
+		x->oidx = idx;
+		x->ocap = cap;
+	} else {
+		memset(x->oidx, 0, x->ocap * sizeof(*x->oidx));
+	}
+	{
+		struct tally__xkey *k = x->okeys;
+		struct tally__xseries *se = x->oser;
+		size_t c = x->ocap_rows;
+		x->okeys = x->keys;
+		x->oser = x->ser;
+		x->ocap_rows = x->cap_rows;
+		x->keys = k;
+		x->ser = se;
+		x->cap_rows = c;
+	}
+	x->onr = s->nr_rows;
+	for (r = 0; r < s->nr_rows; r++) {
+		size_t j = (size_t)(tally__xkey_hash(&x->okeys[r]) & (x->ocap - 1));
+		while (x->oidx[j])
+			j = (j + 1) & (x->ocap - 1);
+		x->oidx[j] = (uint32_t)(r + 1);
+	}
+	return 0;
+}
+
+/*
+ * tally_export_add_tree - export every item of t's groups: for item i,
+ * families prefix_<name> (hierarchical) and prefix_<name>_local (local),
+ * with rows labelled group="<path>". <name> is names[i], else item<i>;
+ * helps[i] and kinds[i] as in tally_export_add_vec (the local family's
+ * help gets " (this group alone)" appended, the other's " (this group and
+ * its descendants)"). name_fn names groups (see above); flags:
+ * TALLY_EXPORT_TREE_FLUSH or 0.
+ * Returns 0, -EINVAL (NULL e, t or name_fn, a bad name, help, kind or
+ * flag; nothing registered; see tally_export_error()) or -ENOMEM. t must
+ * outlive e.
+ */
+static inline int tally_export_add_tree(struct tally_export *e, const char *prefix,
+					struct tally_tree *t, const char *const *names,
+					const char *const *helps, const unsigned char *kinds,
+					tally_export_group_name_fn name_fn, void *name_arg,
+					unsigned flags)
+{
+	struct tally__xsrc s;
+	struct tally__xtree *x;
+	struct tally__xfam *fams, *one;
+	unsigned n, i;
+	int err;
+	if (tally__bad(!e))
+		return -EINVAL;
+	if (!t)
+		return tally__xerr(e, -EINVAL, "tree '%s' is NULL", prefix, 0);
+	if (!name_fn)
+		return tally__xerr(e, -EINVAL, "tree '%s' has no group naming function", prefix, 0);
+	if (flags & ~TALLY_EXPORT_TREE_FLUSH)
+		return tally__xerr(e, -EINVAL, "tree '%s': unknown flags", prefix, 0);
+	n = t->tally__nr_items;
+	for (i = 0; kinds && i < n; i++)
+		if (kinds[i] != TALLY_EXPORT_COUNTER && kinds[i] != TALLY_EXPORT_GAUGE)
+			return tally__xerr(e, -EINVAL, "kind of item %u is neither counter nor gauge",
+					   NULL, i);
+	memset(&s, 0, sizeof(s));
+	x = (struct tally__xtree *)calloc(1, sizeof(*x));
+	s.obj = t;
+	s.nr_items = n;
+	s.vstride = 2u * n;
+	s.label = "group";
+	s.collect = tally__xcollect_tree;
+	s.release = tally__xtree_release;
+	s.priv = x;
+	s.kinds = (unsigned char *)calloc(n, 1);
+	one = (struct tally__xfam *)calloc(n, sizeof(*one));
+	fams = (struct tally__xfam *)calloc(2u * n, sizeof(*fams));
+	if (!x || !s.kinds || !one || !fams) {
+		free(one);
+		free(fams);
+		tally__xsrc_free(&s);
+		return tally__xerr(e, -ENOMEM, "out of memory", NULL, 0);
+	}
+	x->t = t;
+	x->name_fn = name_fn;
+	x->name_arg = name_arg;
+	x->flags = flags;
+	tally__xfams_fill(one, n, prefix, names, helps, kinds, "tally tree item");
+	for (i = 0; i < n; i++) {
+		s.kinds[i] = one[i].kind;
+		fams[2 * i] = one[i];
+		fams[2 * i].voff = 2 * i;
+		fams[2 * i].help = one[i].help ? tally__xjoin(one[i].help, NULL,
+							      " (this group and its descendants)")
+					       : NULL;
+		fams[2 * i + 1] = one[i];
+		fams[2 * i + 1].name = one[i].name ? tally__xjoin(one[i].name, NULL, "_local") : NULL;
+		fams[2 * i + 1].help = one[i].help ? tally__xjoin(one[i].help, NULL,
+								  " (this group alone)")
+						   : NULL;
+		fams[2 * i + 1].voff = 2 * i + 1;
+		fams[2 * i + 1].stat = 0;
+		free(one[i].help);
+	}
+	free(one);
+	err = tally__xregister(e, &s, fams, 2u * n);
+	free(fams);
+	return err;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_EXPORT_RSTAT_H */
