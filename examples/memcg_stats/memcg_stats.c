@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include <tally/tally.h>
+#include <tally/rstat.h>
 
 enum { NR_ANON, NR_FILE, PGFAULT, PGSTEAL, NR_ITEMS };
 static const char *const item_name[NR_ITEMS] = {"anon", "file", "pgfault", "pgsteal"};

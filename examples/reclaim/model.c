@@ -57,6 +57,7 @@
 #include <string.h>
 #include <time.h>
 #include <tally/tally.h>
+#include <tally/rstat.h>
 
 const char *const site_key[NR_SITES] = {
 	"note_cost_unlock", "refault_note_cost", "prepare_scan_control",

@@ -7,6 +7,11 @@
  * (tally_tree / tally_group), wraparound-safe monotonic readers, the
  * lrusize/4 halving cost accumulator (tally_cost) and the isolation
  * throttle (tally_inflight). See README.md for the manual.
+ *
+ * It includes every public header but the hierarchy, which needs liburcu:
+ * include <tally/rstat.h> for tally_tree / tally_group and link
+ * liburcu-memb (CMake target tally::rstat, pkg-config module tally-rstat).
+ * Everything here needs only the C library and threads.
  */
 #ifndef TALLY_TALLY_H
 #define TALLY_TALLY_H
@@ -23,7 +28,6 @@
 #include <tally/pcpu.h>
 #include <tally/counter.h>
 #include <tally/vec.h>
-#include <tally/rstat.h>
 #include <tally/cost.h>
 #include <tally/inflight.h>
 

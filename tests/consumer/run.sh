@@ -6,7 +6,12 @@
 #       from a C++-only project);
 #   (c) add_subdirectory() of the source tree (tally must stay quiet: no
 #       tests and no install rules of its own in the outer project);
-#   (d) pkg-config: cc $(pkg-config --cflags --libs tally).
+#   (d) pkg-config: cc $(pkg-config --cflags --libs tally), and tally-rstat
+#       for the hierarchy;
+#   (e) a counter-only program where liburcu cannot be found: hidden from
+#       pkg-config, its headers #error first on the include path. tally
+#       (pkg-config) and find_package(tally) must work without it, and
+#       tally-rstat / COMPONENTS rstat must be refused.
 #   tests/consumer/run.sh <src-dir> <work-dir>
 set -euo pipefail
 
@@ -21,7 +26,9 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 # Start clean, removing only what this script creates.
 (cd "$work" && rm -rf tally-build configured-prefix prefix find_package find_package-newer \
-	cxx_only add_subdirectory add_subdirectory-prefix consumer_pc_c consumer_pc_cxx)
+	cxx_only add_subdirectory add_subdirectory-prefix consumer_pc_c consumer_pc_cxx \
+	consumer_pc_rstat no-urcu counter_only counter_only-rstat consumer_nourcu_c \
+	consumer_nourcu_cxx)
 prefix=$work/prefix
 stage="setup"
 trap 'echo "consumers: FAILED at: $stage" >&2' ERR
@@ -44,17 +51,18 @@ cmake -S "$src" -B "$work/tally-build" -DCMAKE_INSTALL_PREFIX="$work/configured-
 cmake --build "$work/tally-build" -j "$jobs" >/dev/null
 cmake --install "$work/tally-build" --prefix "$prefix" >/dev/null
 [ ! -e "$work/configured-prefix" ] || fail "install wrote to the configured prefix"
-for h in "$src"/include/tally/*.h; do
-	cmp -s "$h" "$prefix/include/tally/$(basename "$h")" ||
-		fail "header $(basename "$h") not installed"
-done
+while IFS= read -r h; do
+	cmp -s "$src/include/$h" "$prefix/include/$h" || fail "header $h not installed"
+done < <(cd "$src/include" && find tally -name '*.h')
 for f in share/cmake/tally/tallyConfig.cmake share/cmake/tally/tallyConfigVersion.cmake \
-	share/cmake/tally/tallyTargets.cmake share/pkgconfig/tally.pc; do
+	share/cmake/tally/tallyTargets.cmake share/cmake/tally/tallyRstatTargets.cmake \
+	share/pkgconfig/tally.pc share/pkgconfig/tally-rstat.pc; do
 	[ -f "$prefix/$f" ] || fail "$f not installed"
 done
 # Nothing but the package: no tests, examples or build files.
 extra=$(cd "$prefix" && find . -type f ! -path './include/tally/*.h' \
-	! -path './share/cmake/tally/*.cmake' ! -path './share/pkgconfig/tally.pc')
+	! -path './share/cmake/tally/*.cmake' ! -path './share/pkgconfig/tally.pc' \
+	! -path './share/pkgconfig/tally-rstat.pc')
 [ -z "$extra" ] || fail "unexpected installed files: $extra"
 
 # ---- (b) find_package -------------------------------------------------------
@@ -86,7 +94,7 @@ cmake -S "$here/add_subdirectory" -B "$work/add_subdirectory" -DTALLY_SOURCE_DIR
 cmake --build "$work/add_subdirectory" -j "$jobs" >/dev/null
 (cd "$work/add_subdirectory" && ctest --output-on-failure -V | grep '^[0-9]*: consumer')
 n=$(cd "$work/add_subdirectory" && ctest -N | sed -n 's/^Total Tests: //p')
-[ "$n" = 2 ] || fail "the outer project has $n tests, expected its own 2 (tally added some)"
+[ "$n" = 3 ] || fail "the outer project has $n tests, expected its own 3 (tally added some)"
 cmake --install "$work/add_subdirectory" --prefix "$work/add_subdirectory-prefix" >/dev/null
 [ -z "$(find "$work/add_subdirectory-prefix" -type f 2>/dev/null)" ] ||
 	fail "a bundled tally installed files"
@@ -110,5 +118,56 @@ incdir=$(pkg-config --variable=includedir tally)
 	-o "$work/consumer_pc_cxx"
 "$work/consumer_pc_c"
 "$work/consumer_pc_cxx"
+# The hierarchy through tally-rstat (tally plus liburcu-memb).
+[ "$(pkg-config --modversion tally-rstat)" = "$version" ] || fail "tally-rstat version"
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror "$here/src/consumer_rstat.c" \
+	$(pkg-config --cflags --libs tally-rstat) -o "$work/consumer_pc_rstat"
+"$work/consumer_pc_rstat"
 
-echo "consumers: all passed (install, find_package, add_subdirectory, pkg-config)"
+# ---- (e) counter-only, liburcu not visible ----------------------------------
+stage="(e) counter-only without liburcu"
+echo "==== $stage"
+# pkg-config sees only the installed tally; the compiler finds urcu headers
+# that stop the build if anything includes one.
+mkdir -p "$work/no-urcu/pc" "$work/no-urcu/include"
+export PKG_CONFIG_LIBDIR=$work/no-urcu/pc PKG_CONFIG_PATH=$prefix/share/pkgconfig
+! pkg-config --exists liburcu-memb || fail "liburcu-memb still visible to pkg-config"
+! pkg-config --exists tally-rstat 2>/dev/null || fail "tally-rstat resolved without liburcu"
+poison=$work/no-urcu/include
+for h in urcu.h urcu-bp.h urcu-qsbr.h urcu/urcu-memb.h urcu/urcu-mb.h urcu/urcu-bp.h \
+	urcu/urcu-qsbr.h urcu/urcu-signal.h urcu/rculist.h urcu/compiler.h urcu/arch.h \
+	urcu/uatomic.h urcu/ref.h \
+	$(grep -rhoE '^#[[:space:]]*include[[:space:]]*<urcu[^>]*>' "$src/include" | sed 's/.*<//; s/>//'); do
+	mkdir -p "$(dirname "$poison/$h")"
+	echo '#error "liburcu is not available to this consumer"' >"$poison/$h"
+done
+cflags=$(pkg-config --cflags tally)
+libs=$(pkg-config --libs tally)
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror -I"$poison" "$here/src/consumer.c" $cflags \
+	$libs -o "$work/consumer_nourcu_c"
+# shellcheck disable=SC2086
+"$cxx" -std=c++11 -Wall -Wextra -Wpedantic -Werror -I"$poison" "$here/src/consumer.cc" \
+	$cflags $libs -o "$work/consumer_nourcu_cxx"
+"$work/consumer_nourcu_c"
+"$work/consumer_nourcu_cxx"
+# The poison works: the hierarchy's header stops there.
+# shellcheck disable=SC2086
+if "$cc" -std=c11 -fsyntax-only -I"$poison" $cflags "$here/src/consumer_rstat.c" \
+	>/dev/null 2>&1; then
+	fail "rstat.h compiled with the urcu headers hidden: the check proves nothing"
+fi
+cmake -S "$here/counter_only" -B "$work/counter_only" -DCMAKE_PREFIX_PATH="$prefix" \
+	-DTALLY_POISON_DIR="$poison" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/counter_only" -j "$jobs" >/dev/null
+(cd "$work/counter_only" && ctest --output-on-failure -V | grep '^[0-9]*: consumer')
+(cd "$work/counter_only" && ctest --output-on-failure >/dev/null)
+stage="(e) find_package(tally COMPONENTS rstat) without liburcu"
+if cmake -S "$here/counter_only" -B "$work/counter_only-rstat" -DCMAKE_PREFIX_PATH="$prefix" \
+	-DTALLY_POISON_DIR="$poison" -DTALLY_ASK_RSTAT=ON >/dev/null 2>&1; then
+	fail "find_package(tally COMPONENTS rstat) succeeded without liburcu"
+fi
+unset PKG_CONFIG_LIBDIR
+
+echo "consumers: all passed (install, find_package, add_subdirectory, pkg-config, counter-only without liburcu)"
