@@ -28,6 +28,7 @@
  *     lock-free protocol, and the other threads of its CPU run meanwhile.
  *   - signal storms: bursts of PERTURB_SIG_STORM to every registered
  *     thread (an empty handler): kernel entries and exits at random points.
+ * TALLY_PERTURB=preempt,stop,storm (any subset, or none) keeps only those.
  * Handlers save errno and use only async-signal-safe calls; the program's
  * other system calls are restarted (SA_RESTART).
  *
@@ -49,6 +50,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -271,9 +273,12 @@ static void *perturb_stopper(void *arg)
 	return NULL;
 }
 
-/* Default options: a preempter on cpu (if >= 0), stops and storms. */
+/* Default options: a preempter on cpu (if >= 0), stops and storms. The
+ * environment variable TALLY_PERTURB, if set, keeps only the parts it
+ * names ("preempt,stop,storm"; "none": nothing), to see which one matters. */
 static inline void perturb_defaults(struct perturb_opts *o, int cpu)
 {
+	const char *env = getenv("TALLY_PERTURB");
 	memset(o, 0, sizeof(*o));
 	if (cpu >= 0) {
 		o->nr_preempt_cpus = 1;
@@ -287,6 +292,12 @@ static inline void perturb_defaults(struct perturb_opts *o, int cpu)
 	o->stop_max_us = 1000;
 	o->storms = 1;
 	o->stopper_cpu = -1;
+	if (env) {
+		if (!strstr(env, "preempt"))
+			o->nr_preempt_cpus = 0;
+		o->stopper = strstr(env, "stop") != NULL;
+		o->storms = strstr(env, "storm") != NULL;
+	}
 }
 
 static inline void perturb_start(const struct perturb_opts *o)
