@@ -1,0 +1,507 @@
+/*
+ * Unit tests for tally/vec.h beyond the vmstat rules (test_vec.c): options
+ * (per-item thresholds, exact-only items and vecs, names), the unsigned
+ * exact reader, snapshots, reset and multi-item updates. Exact values; the
+ * test thread is pinned so every update lands in one per-CPU slot.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <string.h>
+#include <tally/vec.h>
+
+#define U(x) ((tally_uword)(x))
+#define B TALLY_MONOTONIC_BIAS
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static void pin(void)
+{
+	cr_assert_geq(harness_pin_here(), 0, "cannot pin the test thread");
+}
+
+/* The global of item (monotonic read without the bias). */
+static tally_sword global(const struct tally_vec *v, unsigned item)
+{
+	return tally__to_signed(tally_vec_read_monotonic(v, item) - B);
+}
+
+/* Every reader of one item, with no reset: g the global, e the exact. */
+static void expect(const struct tally_vec *v, unsigned item, tally_sword g, tally_sword e)
+{
+	tally_uword snap[64];
+	cr_assert_eq(global(v, item), g, "item %u: global %lld, expected %lld", item,
+		     (long long)global(v, item), (long long)g);
+	cr_assert_eq(tally_vec_read(v, item), g < 0 ? 0 : U(g));
+	cr_assert_eq(tally_vec_read_exact(v, item), e, "item %u: exact %lld, expected %lld",
+		     item, (long long)tally_vec_read_exact(v, item), (long long)e);
+	cr_assert_eq(tally_vec_sum(v, item), U(e));
+	cr_assert_leq(tally_vec_nr_items(v), N_OF(snap));
+	cr_assert_eq(tally_vec_snapshot(v, snap, N_OF(snap)), 0);
+	cr_assert_eq(snap[item], U(e));
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+Test(vec_api, init_opts_like_init)
+{
+	struct tally_vec v;
+	struct tally_vec_opts o = {3, 10, NULL, 0, NULL};
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_nr_items(&v), 3);
+	cr_assert_eq(tally_vec_threshold(&v), 10);
+	for (unsigned i = 0; i < 3; i++) {
+		cr_assert_eq(tally_vec_item_threshold(&v, i), 10);
+		cr_assert_null(tally_vec_item_name(&v, i));
+	}
+	tally_vec_mod(&v, 1, 10);
+	expect(&v, 1, 0, 10);
+	tally_vec_mod(&v, 1, 1);
+	expect(&v, 1, 11, 11);
+	tally_vec_destroy(&v);
+
+	o.threshold = 0; /* vmstat's default */
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_threshold(&v), tally_vec_default_threshold());
+	cr_assert_eq(tally_vec_item_threshold(&v, 2), tally_vec_default_threshold());
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, per_item_thresholds)
+{
+	static const int thr[4] = {0, 1000, TALLY_VEC_EXACT, 1};
+	struct tally_vec v;
+	struct tally_vec_opts o = {4, 10, thr, 0, NULL};
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_item_threshold(&v, 0), 10); /* 0: the vec's */
+	cr_assert_eq(tally_vec_item_threshold(&v, 1), 1000);
+	cr_assert_eq(tally_vec_item_threshold(&v, 2), TALLY_VEC_EXACT);
+	cr_assert_eq(tally_vec_item_threshold(&v, 3), 1);
+	cr_assert_eq(tally_vec_threshold(&v), 10);
+
+	/* Item 0 folds past 10, item 1 only past 1000. */
+	tally_vec_mod(&v, 0, 11);
+	expect(&v, 0, 11, 11);
+	tally_vec_mod(&v, 1, 600);
+	expect(&v, 1, 0, 600);
+	tally_vec_mod(&v, 1, 400);
+	expect(&v, 1, 0, 1000);
+	tally_vec_mod(&v, 1, 1);
+	expect(&v, 1, 1001, 1001);
+	/* inc overstep uses the item's own threshold: t/2 = 500. */
+	for (int n = 0; n < 1001; n++)
+		tally_vec_inc(&v, 1);
+	expect(&v, 1, 1001 + 1001 + 500, 2002);
+	/* Item 3, threshold 1: inc folds every second step (t/2 = 0). */
+	tally_vec_inc(&v, 3);
+	expect(&v, 3, 0, 1);
+	tally_vec_inc(&v, 3);
+	expect(&v, 3, 2, 2);
+
+	/* Item 2 never folds; its O(1) readers are exact. */
+	for (int n = 0; n < 100; n++)
+		tally_vec_mod(&v, 2, 16384);
+	expect(&v, 2, 100 * 16384, 100 * 16384);
+	tally_vec_mod(&v, 2, -100 * 16384 - 7);
+	expect(&v, 2, -7, -7);
+	cr_assert_eq(tally_vec_read(&v, 2), 0);
+	cr_assert_eq(tally_vec_read_monotonic(&v, 2), U(-7) + B);
+	/* Its base never moved: no fold happened. */
+	cr_assert_eq(tally__vec_slot(&v, 0, 2)->b, 0);
+	for (unsigned s = 0; s < tally__pcpu_slots(&v.tally__pcpu); s++)
+		cr_assert_eq(tally__vec_slot(&v, s, 2)->b, 0);
+	cr_assert_eq(v.tally__global[2], 0);
+	tally_vec_fold(&v); /* leaves it alone */
+	cr_assert_eq(v.tally__global[2], 0);
+	expect(&v, 2, -7, -7);
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, exact_only)
+{
+	struct tally_vec v;
+	struct tally_vec_opts o = {3, 0, NULL, TALLY_VEC_EXACT_ONLY, NULL};
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_threshold(&v), TALLY_VEC_EXACT);
+	for (unsigned i = 0; i < 3; i++)
+		cr_assert_eq(tally_vec_item_threshold(&v, i), TALLY_VEC_EXACT);
+	for (int n = 1; n <= 300; n++) {
+		tally_vec_inc(&v, 0);
+		tally_vec_dec(&v, 1);
+		tally_vec_mod(&v, 2, 4096);
+		expect(&v, 0, n, n);
+		expect(&v, 1, -n, -n);
+		expect(&v, 2, 4096 * n, 4096 * n);
+	}
+	for (unsigned s = 0; s < tally__pcpu_slots(&v.tally__pcpu); s++)
+		for (unsigned i = 0; i < 3; i++)
+			cr_assert_eq(tally__vec_slot(&v, s, i)->b, 0, "a fold ran");
+	tally_vec_fold(&v);
+	expect(&v, 0, 300, 300);
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, names_copied)
+{
+	char a[8] = "hits", c[8] = "bytes";
+	const char *names[4] = {a, NULL, c, ""};
+	struct tally_vec v;
+	struct tally_vec_opts o = {4, 0, NULL, 0, names};
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	/* The caller's strings may change or go away after init. */
+	strcpy(a, "XXXX");
+	strcpy(c, "YYYYY");
+	names[0] = "other";
+	cr_assert_str_eq(tally_vec_item_name(&v, 0), "hits");
+	cr_assert_null(tally_vec_item_name(&v, 1));
+	cr_assert_str_eq(tally_vec_item_name(&v, 2), "bytes");
+	cr_assert_str_eq(tally_vec_item_name(&v, 3), "");
+	cr_assert_null(tally_vec_item_name(&v, 4));
+	cr_assert_null(tally_vec_item_name(&v, UINT_MAX));
+	cr_assert_null(tally_vec_item_name(NULL, 0));
+	cr_assert_eq(tally_vec_nr_items(&v), 4);
+	cr_assert_eq(tally_vec_nr_items(NULL), 0);
+	tally_vec_destroy(&v);
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, init_opts_rejects_bad_args)
+{
+	static const int bad_thr[][2] = {{-2, 0}, {0, TALLY_VEC_THRESHOLD_MAX + 1}, {INT_MIN, 1},
+					 {1, INT_MAX}};
+	static const int good_thr[2] = {TALLY_VEC_THRESHOLD_MAX, TALLY_VEC_EXACT};
+	struct tally_vec v, copy;
+	struct tally_vec_opts o;
+	const struct tally_vec_opts ok = {2, 5, NULL, 0, NULL};
+	memset(&v, 0x5a, sizeof(v));
+	memcpy(&copy, &v, sizeof(v));
+
+	cr_assert_eq(tally_vec_init_opts(&v, NULL), -EINVAL);
+	cr_assert_eq(tally_vec_init_opts(NULL, &ok), -EINVAL);
+	o = ok, o.nr_items = 0;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL);
+	o = ok, o.nr_items = TALLY_VEC_ITEMS_MAX + 1;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL);
+	o = ok, o.threshold = -1;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL);
+	o = ok, o.threshold = TALLY_VEC_THRESHOLD_MAX + 1;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL);
+	for (unsigned k = 0; k < N_OF(bad_thr); k++) {
+		o = ok, o.thresholds = bad_thr[k];
+		cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL, "thresholds %u", k);
+	}
+	o = ok, o.flags = 0x4;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL);
+	o = ok, o.flags = ~0u;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL);
+	/* Exact-only contradicts any threshold. */
+	o = ok, o.flags = TALLY_VEC_EXACT_ONLY;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL);
+	o = ok, o.threshold = 0, o.thresholds = good_thr, o.flags = TALLY_VEC_EXACT_ONLY;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL);
+	cr_assert_eq(memcmp(&v, &copy, sizeof(v)), 0, "a rejected init wrote to v");
+
+	/* The limits themselves are accepted. */
+	o = ok, o.thresholds = good_thr, o.flags = TALLY_VEC_MULTI;
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_item_threshold(&v, 0), TALLY_VEC_THRESHOLD_MAX);
+	cr_assert_eq(tally_vec_item_threshold(&v, 1), TALLY_VEC_EXACT);
+	tally_vec_destroy(&v);
+}
+
+/* ---- unsigned reader, snapshot ---------------------------------------- */
+
+Test(vec_api, sum_is_modular_unsigned)
+{
+	struct tally_vec v;
+	pin();
+	cr_assert_eq(tally_vec_init(&v, 2, 10), 0);
+	tally_vec_mod(&v, 0, -5);
+	cr_assert_eq(tally_vec_sum(&v, 0), TALLY_UWORD_MAX - 4u);
+	cr_assert_eq(tally_vec_read_exact(&v, 0), -5);
+	/* An event count past TALLY_SWORD_MAX: the signed reader goes
+	 * negative, the unsigned one stays right (until 2^W). */
+	tally_vec_mod(&v, 1, TALLY_SWORD_MAX);
+	tally_vec_mod(&v, 1, 7);
+	cr_assert_eq(tally_vec_sum(&v, 1), U(TALLY_SWORD_MAX) + 7u);
+	cr_assert_lt(tally_vec_read_exact(&v, 1), 0);
+	tally_vec_mod(&v, 1, TALLY_SWORD_MAX);
+	tally_vec_mod(&v, 1, 1); /* 2 * MAX + 8 = 2^W + 6 */
+	cr_assert_eq(tally_vec_sum(&v, 1), 6);
+	cr_assert_eq(tally_vec_sum(&v, 2), 0);
+	cr_assert_eq(tally_vec_sum(NULL, 0), 0);
+	tally_vec_destroy(&v);
+}
+
+static void snapshot_case(unsigned flags)
+{
+	struct tally_vec v;
+	struct tally_vec_opts o = {5, (flags & TALLY_VEC_EXACT_ONLY) ? 0 : 10, NULL, flags, NULL};
+	tally_uword out[8], want[5] = {0};
+	int cpus[CPU_SETSIZE];
+	int k = harness_allowed_cpus(cpus, CPU_SETSIZE);
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	/* Updates on every allowed CPU, some folded, some not. */
+	for (int c = 0; c < k; c++) {
+		cr_assert_eq(harness_pin(cpus[c]), 0);
+		for (unsigned i = 0; i < 5; i++) {
+			tally_sword d = (tally_sword)(i * 7) - 12 + c;
+			cr_assert_eq(tally_vec_mod(&v, i, d), 0);
+			want[i] += U(d);
+		}
+		tally_vec_inc(&v, 4);
+		want[4] += 1;
+	}
+	for (unsigned j = 0; j < N_OF(out); j++)
+		out[j] = 0xdead;
+	cr_assert_eq(tally_vec_snapshot(&v, out, 5), 0);
+	for (unsigned i = 0; i < 5; i++)
+		cr_assert_eq(out[i], want[i], "item %u", i);
+	cr_assert_eq(out[5], 0xdead, "wrote past nr_items");
+	/* Bigger buffers are fine; only nr_items entries are written. */
+	cr_assert_eq(tally_vec_snapshot(&v, out, 8), 0);
+	cr_assert_eq(out[5], 0xdead);
+	/* Bad input: out untouched. */
+	for (unsigned j = 0; j < N_OF(out); j++)
+		out[j] = 0xbeef;
+	cr_assert_eq(tally_vec_snapshot(&v, out, 4), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot(&v, out, 0), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot(&v, NULL, 5), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot(NULL, out, 5), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot_since_reset(&v, out, 4), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot_since_reset(&v, NULL, 5), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot_since_reset(NULL, out, 5), -EINVAL);
+	for (unsigned j = 0; j < N_OF(out); j++)
+		cr_assert_eq(out[j], 0xbeef);
+	/* Folding changes no exact value. */
+	tally_vec_fold(&v);
+	cr_assert_eq(tally_vec_snapshot(&v, out, 5), 0);
+	for (unsigned i = 0; i < 5; i++) {
+		cr_assert_eq(out[i], want[i]);
+		cr_assert_eq(tally_vec_sum(&v, i), want[i]);
+		cr_assert_eq(tally_vec_read_monotonic(&v, i), want[i] + B);
+	}
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, snapshot_every_cpu)
+{
+	snapshot_case(0);
+}
+
+Test(vec_api, snapshot_every_cpu_multi)
+{
+	snapshot_case(TALLY_VEC_MULTI);
+}
+
+Test(vec_api, snapshot_exact_only)
+{
+	snapshot_case(TALLY_VEC_EXACT_ONLY);
+}
+
+/* ---- reset ------------------------------------------------------------ */
+
+static void reset_case(unsigned flags)
+{
+	struct tally_vec v;
+	struct tally_vec_opts o = {3, (flags & TALLY_VEC_EXACT_ONLY) ? 0 : 10, NULL, flags, NULL};
+	tally_uword raw[3], since[3];
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	tally_vec_mod(&v, 0, 25); /* folded: global 25 */
+	tally_vec_mod(&v, 1, -4); /* diff -4 */
+	tally_vec_mod(&v, 2, 9);
+	cr_assert_eq(tally_vec_reset(&v), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		cr_assert_eq(tally_vec_read_exact(&v, i), 0);
+		cr_assert_eq(tally_vec_sum(&v, i), 0);
+	}
+	/* The clamped global, minus the baseline: 25 - 25, 0 - (-4), 0 - 9. */
+	if (!(flags & TALLY_VEC_EXACT_ONLY)) {
+		cr_assert_eq(tally_vec_read(&v, 0), 0);
+		cr_assert_eq(tally_vec_read(&v, 1), 4);
+		cr_assert_eq(tally_vec_read(&v, 2), 0);
+	} else {
+		for (unsigned i = 0; i < 3; i++)
+			cr_assert_eq(tally_vec_read(&v, i), 0);
+	}
+	/* Raw readers do not move. */
+	cr_assert_eq(tally_vec_snapshot(&v, raw, 3), 0);
+	cr_assert_eq(raw[0], 25);
+	cr_assert_eq(raw[1], U(-4));
+	cr_assert_eq(raw[2], 9);
+	cr_assert_eq(tally_vec_snapshot_since_reset(&v, since, 3), 0);
+	cr_assert_eq(since[0], 0);
+	cr_assert_eq(since[1], 0);
+	cr_assert_eq(since[2], 0);
+	if (!(flags & TALLY_VEC_EXACT_ONLY))
+		cr_assert_eq(tally_vec_read_monotonic(&v, 0), 25 + B);
+
+	/* Updates after the reset count from 0. */
+	tally_vec_mod(&v, 0, 3);
+	tally_vec_mod(&v, 1, 4);
+	tally_vec_dec(&v, 2);
+	cr_assert_eq(tally_vec_read_exact(&v, 0), 3);
+	cr_assert_eq(tally_vec_read_exact(&v, 1), 4);
+	cr_assert_eq(tally_vec_read_exact(&v, 2), -1);
+	cr_assert_eq(tally_vec_sum(&v, 2), TALLY_UWORD_MAX);
+	cr_assert_eq(tally_vec_snapshot_since_reset(&v, since, 3), 0);
+	cr_assert_eq(since[0], 3);
+	cr_assert_eq(since[1], 4);
+	cr_assert_eq(since[2], U(-1));
+	cr_assert_eq(tally_vec_snapshot(&v, raw, 3), 0);
+	cr_assert_eq(raw[0], 28);
+	cr_assert_eq(raw[1], 0);
+	cr_assert_eq(raw[2], 8);
+	tally_vec_fold(&v);
+	cr_assert_eq(tally_vec_read(&v, 0), 3);
+	cr_assert_eq(tally_vec_read(&v, 1), 4);
+	cr_assert_eq(tally_vec_read(&v, 2), 0); /* -1 clamped */
+
+	/* One item alone. */
+	cr_assert_eq(tally_vec_reset_item(&v, 1), 0);
+	cr_assert_eq(tally_vec_read_exact(&v, 0), 3);
+	cr_assert_eq(tally_vec_read_exact(&v, 1), 0);
+	cr_assert_eq(tally_vec_read_exact(&v, 2), -1);
+	/* Bad input changes nothing. */
+	cr_assert_eq(tally_vec_reset_item(&v, 3), -EINVAL);
+	cr_assert_eq(tally_vec_reset_item(&v, UINT_MAX), -EINVAL);
+	cr_assert_eq(tally_vec_reset_item(NULL, 0), -EINVAL);
+	cr_assert_eq(tally_vec_reset(NULL), -EINVAL);
+	cr_assert_eq(tally_vec_read_exact(&v, 0), 3);
+	cr_assert_eq(tally_vec_read_exact(&v, 2), -1);
+	/* A second reset is from the current values. */
+	cr_assert_eq(tally_vec_reset(&v), 0);
+	tally_vec_mod(&v, 2, 2);
+	cr_assert_eq(tally_vec_read_exact(&v, 2), 2);
+	cr_assert_eq(tally_vec_read_exact(&v, 0), 0);
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, reset)
+{
+	reset_case(0);
+}
+
+Test(vec_api, reset_multi)
+{
+	reset_case(TALLY_VEC_MULTI);
+}
+
+Test(vec_api, reset_exact_only)
+{
+	reset_case(TALLY_VEC_EXACT_ONLY);
+}
+
+/* ---- multi-item updates ----------------------------------------------- */
+
+Test(vec_api, mod_multi_values_and_folds)
+{
+	struct tally_vec v;
+	struct tally_vec_opts o = {3, 10, NULL, TALLY_VEC_MULTI, NULL};
+	struct tally_vec_delta a[2] = {{0, 6}, {1, -4}};
+	struct tally_vec_delta dup[3] = {{2, 1}, {2, 1}, {2, 1}};
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_mod_multi(&v, a, 2), 0);
+	expect(&v, 0, 0, 6);
+	expect(&v, 1, 0, -4);
+	/* Multi updates fold by the item's threshold, as mod does. */
+	cr_assert_eq(tally_vec_mod_multi(&v, a, 2), 0);
+	expect(&v, 0, 12, 12);
+	expect(&v, 1, 0, -8);
+	/* Mixed with single updates on the same item. */
+	tally_vec_mod(&v, 1, -3); /* -11: fold */
+	expect(&v, 1, -11, -11);
+	cr_assert_eq(tally_vec_mod_multi(&v, dup, 3), 0);
+	expect(&v, 2, 0, 3);
+	cr_assert_eq(tally_vec_mod_multi(&v, NULL, 0), 0); /* nothing */
+	cr_assert_eq(tally_vec_mod_multi(&v, dup, 0), 0);
+	expect(&v, 2, 0, 3);
+	tally_vec_fold(&v);
+	expect(&v, 0, 12, 12);
+	expect(&v, 2, 3, 3);
+	tally_vec_destroy(&v);
+}
+
+/* Snapshots switch banks: updates between many snapshots stay exact. */
+Test(vec_api, mod_multi_across_snapshots)
+{
+	struct tally_vec v;
+	struct tally_vec_opts o = {3, 0, NULL, TALLY_VEC_MULTI, NULL};
+	tally_uword out[3];
+	long long want[3] = {0, 0, 0};
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	for (int n = 0; n < 1000; n++) {
+		struct tally_vec_delta d[3] = {{0, 1}, {(unsigned)(1 + n % 2), 1}, {2, -n}};
+		cr_assert_eq(tally_vec_mod_multi(&v, d, 3), 0);
+		want[0] += 1;
+		want[1 + n % 2] += 1;
+		want[2] -= n;
+		if (n % 3 == 0) {
+			cr_assert_eq(tally_vec_snapshot(&v, out, 3), 0);
+			for (unsigned i = 0; i < 3; i++)
+				cr_assert_eq(out[i], U(want[i]), "n %d item %u", n, i);
+			cr_assert_eq(out[0], out[1] + out[2] + U(n * (n + 1) / 2));
+		}
+		if (n % 7 == 0)
+			tally_vec_fold(&v);
+	}
+	for (unsigned i = 0; i < 3; i++)
+		cr_assert_eq(tally_vec_sum(&v, i), U(want[i]));
+	/* No update is left in flight. */
+	for (unsigned s = 0; s < tally__pcpu_slots(&v.tally__pcpu); s++) {
+		cr_assert_eq(tally__vec_inflight(&v, s)[0], 0);
+		cr_assert_eq(tally__vec_inflight(&v, s)[1], 0);
+	}
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, mod_multi_rejects_bad_args)
+{
+	struct tally_vec v, plain;
+	struct tally_vec_opts o = {3, 10, NULL, TALLY_VEC_MULTI, NULL};
+	struct tally_vec_delta bad[3] = {{0, 5}, {3, 5}, {1, 5}};
+	struct tally_vec_delta bad2[2] = {{UINT_MAX, 1}, {0, 1}};
+	struct tally_vec_delta ok[1] = {{0, 5}};
+	tally_uword before[3], after[3];
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_mod_multi(&v, ok, 1), 0);
+	cr_assert_eq(tally_vec_snapshot(&v, before, 3), 0);
+	cr_assert_eq(tally_vec_mod_multi(&v, bad, 3), -EINVAL);
+	cr_assert_eq(tally_vec_mod_multi(&v, bad2, 2), -EINVAL);
+	cr_assert_eq(tally_vec_mod_multi(&v, NULL, 1), -EINVAL);
+	cr_assert_eq(tally_vec_mod_multi(&v, ok, TALLY_VEC_ITEMS_MAX + 1), -EINVAL);
+	cr_assert_eq(tally_vec_mod_multi(NULL, ok, 1), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot(&v, after, 3), 0);
+	cr_assert_eq(memcmp(before, after, sizeof(before)), 0, "a rejected update changed a count");
+	cr_assert_eq(after[0], 5);
+	/* A vec without TALLY_VEC_MULTI has no banks: rejected. */
+	cr_assert_eq(tally_vec_init(&plain, 3, 10), 0);
+	cr_assert_eq(tally_vec_mod_multi(&plain, ok, 1), -EINVAL);
+	cr_assert_eq(tally_vec_sum(&plain, 0), 0);
+	tally_vec_destroy(&plain);
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, bad_item_readers)
+{
+	struct tally_vec v;
+	struct tally_vec_opts o = {2, 0, NULL, TALLY_VEC_EXACT_ONLY, NULL};
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	tally_vec_mod(&v, 1, 3);
+	cr_assert_eq(tally_vec_sum(&v, 2), 0);
+	cr_assert_eq(tally_vec_read(&v, 2), 0);
+	cr_assert_eq(tally_vec_read_monotonic(&v, 2), 0);
+	cr_assert_eq(tally_vec_read_exact(&v, UINT_MAX), 0);
+	cr_assert_eq(tally_vec_item_threshold(&v, 2), 0);
+	cr_assert_eq(tally_vec_item_threshold(NULL, 0), 0);
+	cr_assert_eq(tally_vec_sum(&v, 1), 3);
+	tally_vec_destroy(&v);
+}
