@@ -1,6 +1,8 @@
-# Run PROG --replay and compare its output with GOLDEN (byte for byte).
+# Run PROG --replay (through EMU, if set) and compare its output with GOLDEN (byte for byte).
 # On a difference the output is left in OUT for inspection.
-execute_process(COMMAND ${PROG} --replay OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+# EMU: CMAKE_CROSSCOMPILING_EMULATOR of a cross build, words joined by |.
+string(REPLACE "|" ";" EMU "${EMU}")
+execute_process(COMMAND ${EMU} ${PROG} --replay OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "reclaim --replay exited with ${rc}")
 endif()
