@@ -12,12 +12,16 @@
  *     the machine has two: inside a read-side section, load a slot's
  *     group and update it (counted only if tally_group_mod() returned 0;
  *     -EINVAL is the only other answer allowed, for a destroyed group),
- *     read it, flush it (forced, thresholded, ratelimited), or walk a
+ *     read it, flush it (forced, thresholded, ratelimited), walk a
  *     permanent group's children (tally_group_for_each_child) and update
- *     and read each child met; now and then update a permanent group;
+ *     and read each child met, or create a child under it (refused with
+ *     EINVAL once it is destroyed), update the child and destroy it (its
+ *     updates go up through the short-lived group); now and then update
+ *     a permanent group;
  *   - a destroyer (registered), on the other CPU: creates a new leaf
  *     under a slot's permanent group, publishes it in the slot and
- *     destroys the old one (its updates go to the parent);
+ *     destroys the old one (its updates go to the parent; -EBUSY, and a
+ *     retry, while a user's child of it lives);
  *   - perturbation (perturb.h) of the users: a preempter on their CPU,
  *     a stopper that holds one in a signal handler for 20 us..1 ms (for
  *     instance between an update's check of the group and its add), and
@@ -57,7 +61,7 @@ struct user {
 	/* Deltas whose tally_group_mod() returned 0: to a permanent group's
 	 * short-lived children, and to the permanent group itself. */
 	tally_uword below[NPERM][NITEMS], own[NPERM][NITEMS];
-	unsigned long long ok, rejected, walks, flushes;
+	unsigned long long ok, rejected, walks, flushes, children;
 };
 
 static unsigned long long nr_destroys;
@@ -144,6 +148,22 @@ static void *user_main(void *arg)
 				sink += w.sink;
 				break;
 			}
+			case 5: { /* a child of g: refused if g is destroyed */
+				struct tally_group *c = tally_group_create(g);
+				int r;
+				if (!c) {
+					CHECK(errno == EINVAL, "create under a group: errno %d", errno);
+					u->rejected++;
+					break;
+				}
+				u->children++;
+				update_child(u, c, p, &rng);
+				update_child(u, c, p, &rng);
+				/* c's updates go to g, then with g's to perm[p]. */
+				r = tally_group_destroy(c);
+				CHECK(r == 0, "destroy of a child returned %d", r);
+				break;
+			}
 			case 4: { /* the permanent group itself */
 				unsigned item = (unsigned)harness_range(&rng, 0, NITEMS - 1);
 				tally_sword d = delta_for(&rng);
@@ -180,7 +200,10 @@ static void *destroyer_main(void *arg)
 		if (!g)
 			break;
 		old = __atomic_exchange_n(&slot[k], g, __ATOMIC_ACQ_REL);
-		r = tally_group_destroy(old);
+		/* -EBUSY while a user's child of old lives (users destroy
+		 * theirs at once, but may be stopped in between). */
+		while ((r = tally_group_destroy(old)) == -EBUSY)
+			sched_yield();
 		CHECK(r == 0, "destroy returned %d", r);
 		n++;
 		if (harness_range(&rng, 0, 3) == 0)
@@ -199,7 +222,7 @@ int main(void)
 	struct perturb_opts po;
 	int cpus[2], ncpus, k, p;
 	unsigned i;
-	unsigned long long ok = 0, rejected = 0, walks = 0, flushes = 0;
+	unsigned long long ok = 0, rejected = 0, walks = 0, flushes = 0, children = 0;
 	double secs = harness_seconds();
 
 	memset(&o, 0, sizeof(o));
@@ -272,12 +295,13 @@ int main(void)
 		rejected += us[k].rejected;
 		walks += us[k].walks;
 		flushes += us[k].flushes;
+		children += us[k].children;
 	}
 	perturb_report("stress_rstat_destroy");
 	printf("stress_rstat_destroy: %.1f s, users on CPU %d, destroyer on CPU %d, %llu destroys, "
-	       "%llu updates of short-lived groups taken, %llu rejected (destroyed), %llu child "
-	       "visits, %llu flushes\n",
-	       secs, user_cpu, destroyer_cpu, nr_destroys, ok, rejected, walks, flushes);
+	       "%llu updates of short-lived groups taken, %llu calls rejected (destroyed), %llu "
+	       "child visits, %llu flushes, %llu children created and destroyed by users\n",
+	       secs, user_cpu, destroyer_cpu, nr_destroys, ok, rejected, walks, flushes, children);
 	CHECK(nr_destroys > 0, "no group was destroyed");
 	urcu_memb_unregister_thread();
 	tally_tree_destroy(tree);
