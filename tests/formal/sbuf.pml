@@ -16,17 +16,22 @@
  * Not modelled: load->load and store->store reordering.
  *
  * The including model defines NV (locations), NP (processes with buffers)
- * and BUFSZ (buffer depth).
+ * and BUFSZ (buffer depth), and may define SBUF_T, the type of a value
+ * (default byte).
  */
+
+#ifndef SBUF_T
+#define SBUF_T byte
+#endif
 
 typedef Buf {
 	byte var[BUFSZ];
-	byte val[BUFSZ];
+	SBUF_T val[BUFSZ];
 	byte n
 };
 
 Buf buf[NP];
-byte mem[NV];
+SBUF_T mem[NV];
 byte inbuf[NV]; /* stores to each location buffered anywhere */
 
 /* r = the value process me sees at location v */
@@ -121,4 +126,26 @@ end:	do
 		j = 0
 	   }
 	od
+}
+
+/* compare-and-swap on memory, buffer empty (lock cmpxchg): ok = 1 if
+ * location v held e (it now holds x), else ok = 0 */
+inline rmw_cas_mem(me, v, e, x, ok)
+{
+	atomic {
+		buf[me].n == 0 && inbuf[v] == 0 ->
+		if
+		:: mem[v] == e -> mem[v] = x; ok = 1
+		:: else -> ok = 0
+		fi
+	}
+}
+
+/* atomic add on memory, buffer empty (lock xadd) */
+inline rmw_add_mem(me, v, add)
+{
+	atomic {
+		buf[me].n == 0 && inbuf[v] == 0 ->
+		mem[v] = mem[v] + add
+	}
 }

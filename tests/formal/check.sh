@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Check every Promela model in this directory with SPIN, exhaustively.
+#   tests/formal/check.sh            all variants, one line each
+#   tests/formal/check.sh bitmap     only the variants of bitmap.pml
+# Each variant is expected either to pass (no assertion violated, search
+# complete) or to fail (SPIN finds an assertion violation: the models of
+# defective designs, which also show the harness can fail). Exit status: 0
+# if every variant met its expectation, 1 if not, 77 if spin or a C
+# compiler is missing (the test is then skipped).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+filter=${1:-}
+
+if ! command -v spin >/dev/null 2>&1; then
+	echo "formal: SKIPPED: spin is not installed (Debian package 'spin')"
+	exit 77
+fi
+cc=${CC:-cc}
+if ! command -v "$cc" >/dev/null 2>&1; then
+	echo "formal: SKIPPED: no C compiler ($cc) to build SPIN's verifiers"
+	exit 77
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp "$here"/*.pml "$work"/
+
+# model | spin -D flags | expectation (pass / fail) | what it shows
+variants=(
+	"old_push.pml||fail|today's list push: a flush after A returned misses A (preempted push)"
+	"old_push.pml|-DONE_UPDATER|pass|same flusher and check with A alone"
+	"bitmap.pml||pass|dirty bitmap, full fences, locked RMWs (x86)"
+	"bitmap.pml|-DMEMBARRIER|pass|dirty bitmap, compiler barrier + membarrier()"
+	"bitmap.pml|-DNOBARRIER|fail|dirty bitmap without BARRIER_U/F: store buffering"
+	"bitmap.pml|-DRELAXED_RMW|fail|relaxed bit RMWs: leaf/summary store buffering"
+	"bitmap.pml|-DRELAXED_RMW -DBIT_FENCES|pass|relaxed bit RMWs plus leaf/summary fences"
+	"bitmap.pml|-DSC|pass|dirty bitmap, sequentially consistent"
+	"bitmap.pml|-DSC -DNOBARRIER|pass|sequentially consistent needs no barrier"
+	"destroy.pml||pass|destroy: hand-over after the grace period, under the lock"
+	"destroy.pml|-DNFLUSH=0|pass|same, no concurrent flush"
+	"destroy.pml|-DOLD|fail|old destroy: use-after-free / lost delta"
+	"destroy.pml|-DOLD -DNFLUSH=0|fail|old destroy: lost delta"
+	"destroy.pml|-DCB_NOLOCK|fail|hand-over without the flush lock: double count"
+	"fold.pml||fail|counter fold_all vs rseq add: slot left past batch"
+	"fold.pml|-DMIGRATED|fail|migrated adder's fold vs rseq add: past batch"
+	"fold.pml|-DBIG -DNA=3 -DNF=2 -DBOUND=3|fail|two races: the error grows"
+	"fold.pml|-DEXACT_ONLY|pass|no count lost or doubled, sum exact (TSO)"
+	"fold.pml|-DSC|pass|sequentially consistent: bound kept"
+	"fold.pml|-DBIG -DNA=3 -DNF=2 -DSC|pass|sequentially consistent, two folds: bound kept"
+	"fold.pml|-DLOCKED_ADD|pass|locked add (atomic path on x86): bound kept"
+	"fold.pml|-DFIX_MEMB|pass|membarrier() after a remote fold's CAS: bound kept"
+	"fold.pml|-DMIGRATED -DFIX_MEMB|pass|same, migrated adder"
+	"fold.pml|-DBIG -DNA=3 -DNF=2 -DBOUND=3 -DFIX_MEMB|pass|same, two folds"
+)
+
+bad=0
+n=0
+t0=$(date +%s.%N)
+for v in "${variants[@]}"; do
+	IFS='|' read -r model flags expect what <<<"$v"
+	case $model in *"$filter"*) ;; *) continue ;; esac
+	n=$((n + 1))
+	dir=$work/run$n
+	mkdir -p "$dir"
+	cp "$work"/*.pml "$dir"/
+	s=$(date +%s.%N)
+	# shellcheck disable=SC2086
+	if ! (cd "$dir" && spin $flags -a "$model" >spin.out 2>&1 &&
+		"$cc" -w -O0 -DSAFETY -o pan pan.c >cc.out 2>&1); then
+		echo "FAIL  $model $flags: spin or cc failed"
+		cat "$dir"/spin.out "$dir"/cc.out 2>/dev/null | head -20
+		bad=1
+		continue
+	fi
+	(cd "$dir" && ./pan -m100000 -w22 >pan.out 2>&1)
+	e=$(date +%s.%N)
+	states=$(awk '/states, stored/ { print $1; exit }' "$dir"/pan.out)
+	secs=$(awk -v a="$s" -v b="$e" 'BEGIN { printf "%.2f", b - a }')
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir"/pan.out | head -1)
+	violated=0
+	grep -q "assertion violated" "$dir"/pan.out && violated=1
+	incomplete=0
+	grep -q "max search depth too small" "$dir"/pan.out && incomplete=1
+	result=
+	if [ "$expect" = pass ]; then
+		if [ "$errors" = 0 ] && [ $incomplete = 0 ] && [ -n "$states" ]; then
+			result="PASS  $model ${flags:-(default)}: verified"
+		fi
+	else
+		if [ $violated = 1 ]; then
+			result="PASS  $model ${flags:-(default)}: violation found, as expected"
+		fi
+	fi
+	if [ -n "$result" ]; then
+		printf '%s (%s states, %s s) -- %s\n' "$result" "${states:-?}" "$secs" "$what"
+	else
+		printf 'FAIL  %s %s: expected %s, got errors=%s incomplete=%s -- %s\n' \
+			"$model" "${flags:-(default)}" "$expect" "${errors:-?}" "$incomplete" "$what"
+		cat "$dir"/pan.out
+		if [ -f "$dir/$model.trail" ]; then
+			# shellcheck disable=SC2086
+			(cd "$dir" && spin $flags -t -p "$model" | tail -40)
+		fi
+		bad=1
+	fi
+done
+t1=$(date +%s.%N)
+if [ $n = 0 ]; then
+	echo "formal: no variant matches '$filter'"
+	exit 1
+fi
+total=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+if [ $bad = 0 ]; then
+	echo "formal: all $n variants as expected ($total s)"
+else
+	echo "formal: some variants did not meet their expectation ($total s)"
+fi
+exit $bad

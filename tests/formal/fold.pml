@@ -1,0 +1,185 @@
+/*
+ * fold.pml - tally_counter's w/b fold (counter.h, pcpu.h) against an add on
+ * the rseq fast path: is the store of w ordered before the adder's load of
+ * b, and does it matter?
+ *
+ * Per CPU slot a never-reset word w and a base b; the shared count. The
+ * code (one CPU slot modelled, slot 0, of a counter with batch BATCH):
+ *   tally_counter_add(d) on CPU 0, rseq path (tally__rseq_add): a plain
+ *     load, add and store of w (no lock prefix, no fence), then
+ *   tally__counter_fold_slot(0, batch):
+ *     loop { b0 = load_acquire(b); w0 = load(w); lc = w0 - b0;
+ *            if (|local| < limit) return;
+ *            if (CAS_release(b, b0 -> w0)) count += local;   (lock cmpxchg,
+ *          }                                                   lock xadd)
+ *   a fold of slot 0 from another CPU, concurrently: fold_all
+ *     (tally__counter_fold_slot(0, 1)), or with -DMIGRATED an adder that
+ *     added on CPU 0 (its store visible: migration passes a full barrier)
+ *     and, migrated, folds slot 0 with limit batch.
+ * Memory (sbuf.pml, x86 TSO): the adder's plain store of w waits in its
+ * store buffer; its load of b may be satisfied before that store is
+ * visible; lock-prefixed CAS and add are full barriers.
+ *
+ * The adder makes NA adds, each delta chosen by SPIN from -2..2 (not 0;
+ * -3..3 with -DBIG);
+ * the folder folds once (NF times with -DNF=n). At the end (everything
+ * returned, buffers empty) the model asserts
+ *   count == b              no fold lost or doubled a count (initial 0:
+ *                           count - sum(b) never changes)
+ *   w == sum of the deltas  the exact sum (tally_counter_sum) is exact
+ *   |w - b| < BOUND         the slot's share of read()'s error
+ *                           (BOUND = batch: what the documented error bound,
+ *                           batch * slots while adds are quiescent, is made of)
+ * Variants (spin -D...):
+ *   (default)      fold_all vs the rseq add.          expected: FAIL (bound)
+ *   -DMIGRATED     migrated adder's fold vs the add.   expected: FAIL (bound)
+ *   -DEXACT_ONLY   only the first two assertions.     expected: PASS
+ *   -DSC           the adder's store visible at once. expected: PASS
+ *   -DLOCKED_ADD   the add is a lock-prefixed RMW (the atomic path on x86:
+ *                  TALLY_PCPU_MODE=1, the shared slot). expected: PASS
+ *   -DFIX_MEMB     a remote folder, after a successful CAS, issues
+ *                  membarrier() (every buffer empty at one instant) before
+ *                  it re-checks.                       expected: PASS
+ *   -DBIG -DNA=3 -DNF=2 -DBOUND=3: deltas up to 3, two folds: a second
+ *                  race takes the slot to |local| 3 (each race can add
+ *                  batch - 1 more).                    expected: FAIL
+ *
+ * Trail of the default variant (spin -t -p fold.pml), summarized, batch 2:
+ *   A: add -1: w = -1 (visible), its fold sees local -1: |-1| < 2, returns.
+ *   A: add +2: w = 1 goes into A's store buffer.
+ *   F (fold_all): loads b = 0, w = -1 (A's store not visible): local -1.
+ *   A: its fold loads b = 0 (F's CAS not done) and w = 1 (its own store,
+ *      forwarded): local 1 < 2: returns without folding.
+ *   F: CAS b 0 -> -1 succeeds; count += -1; re-checks: b = -1, w = -1
+ *      (A's store still buffered): local 0: returns.
+ *   A's store lands: w = 1, b = -1: the slot holds local 2 = batch at
+ *   quiescence, which no fold will take until the slot's next add.
+ * Sequentially consistent memory (-DSC) cannot do this: A's store precedes
+ * its load of b, which precedes F's CAS, so F's re-check sees w = 1 and
+ * folds it. It is the store-buffering pair
+ *     adder:  store w;   load b        folder: CAS b;   load w
+ * and only the folder side has a barrier (the lock-prefixed CAS).
+ */
+
+#define SBUF_T short
+#define W 0
+#define B 1
+#define COUNT 2
+#define NV 3
+#define PA 0 /* the adder, on CPU 0 */
+#define PF 1 /* the folder, on another CPU */
+#define NP 2
+#define BUFSZ 2
+#define BATCH 2
+#ifndef NA
+#define NA 2
+#endif
+#ifndef NF
+#define NF 1
+#endif
+#ifndef BOUND
+#define BOUND BATCH
+#endif
+
+#include "sbuf.pml"
+
+short total = 0; /* the deltas added (ghost) */
+byte done = 0;
+bit m_added = 0;
+
+inline fold_slot(me, limit, remote)
+{
+	do
+	:: load(me, B, b0);
+	   load(me, W, w0);
+	   lc = w0 - b0;
+	   if
+	   :: lc < limit && lc > -limit -> break
+	   :: else ->
+		rmw_cas_mem(me, B, b0, w0, ok);
+		if
+		:: ok ->
+			rmw_add_mem(me, COUNT, lc);
+#ifdef FIX_MEMB
+			if
+			:: remote -> (buf[PA].n == 0 && buf[PF].n == 0)
+			:: else -> skip
+			fi
+#endif
+		:: else -> skip
+		fi
+	   fi
+	od
+}
+
+proctype adder()
+{
+	short t, d, b0, w0, lc;
+	bit ok;
+	byte k = 0;
+	m_added == 1;
+	do
+	:: k < NA ->
+		if
+		:: d = -2
+		:: d = -1
+		:: d = 1
+		:: d = 2
+#ifdef BIG
+		:: d = -3
+		:: d = 3
+#endif
+		fi;
+#ifdef LOCKED_ADD
+		rmw_add_mem(PA, W, d);
+#else
+		load(PA, W, t);          /* rseq: plain load, add, store */
+		bstore(PA, W, t + d);
+#ifdef SC
+		barrier(PA);
+#endif
+#endif
+		total = total + d;
+		fold_slot(PA, BATCH, 0);
+		k++
+	:: else -> break
+	od;
+	done++
+}
+
+proctype folder()
+{
+	short b0, w0, lc;
+	bit ok;
+	byte k = 0;
+#ifdef MIGRATED
+	/* added +2 on CPU 0 before A's adds, then migrated (full barrier) */
+	rmw_add_mem(PF, W, 2);
+	total = total + 2;
+	m_added = 1;
+	fold_slot(PF, BATCH, 1);
+#else
+	m_added = 1;
+	do
+	:: k < NF -> fold_slot(PF, 1, 1); k++ /* fold_all */
+	:: else -> break
+	od;
+#endif
+	done++
+}
+
+init
+{
+	atomic {
+		run drainer(PA);
+		run drainer(PF);
+		run adder();
+		run folder()
+	}
+	done == 2 && buf[PA].n == 0 && buf[PF].n == 0;
+	assert(mem[COUNT] == mem[B]);
+	assert(mem[W] == total);
+#ifndef EXACT_ONLY
+	assert(mem[W] - mem[B] < BOUND && mem[W] - mem[B] > -BOUND)
+#endif
+}
