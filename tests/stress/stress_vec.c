@@ -12,7 +12,9 @@
  *   GROW (mod by 0..4 only):  g and e never go back; g <= e
  *   INC  (inc only):          e never goes back; g <= e + slots * t/2
  *   DEC  (dec only):          e never goes up;   g >= e - slots * t/2
- * (inc/dec overstep by t/2 per slot; mod never oversteps.)
+ * (inc/dec overstep by t/2 per slot; mod never oversteps.) The third vec
+ * has per-item thresholds, with items that never fold (their "global" is
+ * the exact value), and multi-item banks beside the single-item words.
  *
  * TALLY_STRESS_SECONDS sets the run time (default 2).
  */
@@ -27,14 +29,17 @@
 #define U(x) ((tally_uword)(x))
 #define NWRITERS 4
 #define NREADERS 2
-#define NVECS 2
+#define NVECS 3
 #define NITEMS 8
 #define CHUNK 256
 
 enum { WALK = 0, GROW = 1, INC = 2, DEC = 3 }; /* items 4..7: big walks */
 
 static struct tally_vec vec[NVECS];
-static const int thresholds[NVECS] = {4, 0}; /* small; vmstat's default */
+static const int thresholds[NVECS] = {4, 0, 0}; /* small; vmstat's default */
+/* vec 2: per-item thresholds, two items that never fold, multi-item banks. */
+static const int item_thresholds[NITEMS] = {TALLY_VEC_EXACT, 1000, 7, TALLY_VEC_EXACT,
+					    100000, TALLY_VEC_EXACT, 0, 50};
 static long long cap;                         /* per writer, GROW/INC/DEC */
 static int stop;
 
@@ -96,7 +101,16 @@ static void *writer_main(void *arg)
 				break;
 			default: {
 				long long d = harness_range(&rng, -100000, 100000);
-				err = tally_vec_mod(v, item, (tally_sword)d);
+				if (k == NVECS - 1 && (r >> 20) & 1) {
+					/* a multi-item update, on words beside the
+					 * single updates of the same items */
+					struct tally_vec_delta m[2] = {{item, (tally_sword)d},
+								       {item ^ 1u, (tally_sword)-d}};
+					err = tally_vec_mod_multi(v, m, 2);
+					w->total[k][item ^ 1u] -= d;
+				} else {
+					err = tally_vec_mod(v, item, (tally_sword)d);
+				}
 				*t += d;
 			}
 			}
@@ -129,8 +143,7 @@ static void *reader_main(void *arg)
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		for (int k = 0; k < NVECS; k++) {
 			struct tally_vec *v = &vec[k];
-			tally_sword over = (tally_sword)slots * (tally_vec_threshold(v) / 2);
-			tally_sword g, e;
+			tally_sword g, e, over;
 
 			g = global_of(v, GROW);
 			e = tally_vec_read_exact(v, GROW);
@@ -144,6 +157,7 @@ static void *reader_main(void *arg)
 			last_g[k] = g;
 			last_e[k] = e;
 
+			over = (tally_sword)slots * (tally_clamp(tally_vec_item_threshold(v, INC)) / 2);
 			g = global_of(v, INC);
 			e = tally_vec_read_exact(v, INC);
 			CHECK(e >= last_inc[k], "vec %d INC exact went back", k);
@@ -151,6 +165,7 @@ static void *reader_main(void *arg)
 			      (long long)g, (long long)e, (long long)over);
 			last_inc[k] = e;
 
+			over = (tally_sword)slots * (tally_clamp(tally_vec_item_threshold(v, DEC)) / 2);
 			g = global_of(v, DEC);
 			e = tally_vec_read_exact(v, DEC);
 			CHECK(e <= last_dec[k], "vec %d DEC exact went up", k);
@@ -181,8 +196,12 @@ int main(void)
 	double secs = harness_seconds();
 	unsigned long long wops = 0, rops = 0;
 
-	for (int k = 0; k < NVECS; k++)
+	for (int k = 0; k < NVECS - 1; k++)
 		CHECK_EQ(tally_vec_init(&vec[k], NITEMS, thresholds[k]), 0);
+	{
+		struct tally_vec_opts o = {NITEMS, 10, item_thresholds, TALLY_VEC_MULTI, NULL};
+		CHECK_EQ(tally_vec_init_opts(&vec[NVECS - 1], &o), 0);
+	}
 	/* Keep the directed items far from TALLY_SWORD_MAX on 32-bit words. */
 	cap = (long long)(TALLY_SWORD_MAX / 4) / NWRITERS;
 
