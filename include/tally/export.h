@@ -577,25 +577,37 @@ static inline int tally_export_add_counter(struct tally_export *e, const char *n
 static inline int tally__xcollect_vec(struct tally_export *e, struct tally__xsrc *s)
 {
 	struct tally_vec *v = (struct tally_vec *)s->obj;
+	tally_uword *raw = (tally_uword *)s->priv;
 	unsigned i;
 	(void)e;
+	/* Raw values, one pass over the CPUs: never moved by a reset. */
+	if (tally_vec_snapshot(v, raw, s->nr_items))
+		return tally__xerr(e, -EINVAL, "vec snapshot failed", NULL, 0);
 	for (i = 0; i < s->nr_items; i++)
-		s->val[i] = tally__xvalue(&s->ser[i], s->kinds[i],
-					  (tally_uword)tally_vec_read_exact(v, i));
+		s->val[i] = tally__xvalue(&s->ser[i], s->kinds[i], raw[i]);
 	s->nr_rows = 1;
 	return 0;
+}
+
+static inline void tally__xrelease_priv(struct tally__xsrc *s)
+{
+	free(s->priv);
+	s->priv = NULL;
 }
 
 /* Fill fams[0..n) for items of a source: name prefix_item[suffix], help,
  * kind. names/helps/kinds may be NULL. Private. */
 static inline void tally__xfams_fill(struct tally__xfam *fams, unsigned n, const char *prefix,
 				     const char *const *names, const char *const *helps,
-				     const unsigned char *kinds, const char *what)
+				     const unsigned char *kinds, const char *what,
+				     const struct tally_vec *vec)
 {
 	unsigned i;
 	for (i = 0; i < n; i++) {
 		char num[16 + 12];
 		const char *nm = names ? names[i] : NULL;
+		if (!nm && !names && vec)
+			nm = tally_vec_item_name(vec, i);
 		if (!nm) {
 			unsigned v = i, len = 0, m;
 			do
@@ -621,9 +633,12 @@ static inline void tally__xfams_fill(struct tally__xfam *fams, unsigned n, const
 /*
  * tally_export_add_vec - export every item of v as its own family called
  * prefix_<name> (prefix NULL or "": just <name>), where <name> is
- * names[item], else item<N>. helps[item] (NULL array or entry: a generic
+ * names[item] (names NULL: the vector's own item name,
+ * tally_vec_item_name()), else item<N>. helps[item] (NULL array or entry: a generic
  * help) and kinds[item] (NULL: every item a TALLY_EXPORT_COUNTER) as in
- * tally_export_add_counter. Values are the exact per-item sums. Returns 0,
+ * tally_export_add_counter. Values are the exact per-item raw sums of one
+ * tally_vec_snapshot() (one pass over the CPUs; a reset of the vector
+ * does not move them, so exported counters never go back). Returns 0,
  * -EINVAL (any bad name, help or kind: nothing registered; see
  * tally_export_error()) or -ENOMEM.
  */
@@ -637,9 +652,9 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
 	int err;
 	if (tally__bad(!e))
 		return -EINVAL;
-	if (!v || !v->tally__global)
+	if (!v || !tally_vec_nr_items(v))
 		return tally__xerr(e, -EINVAL, "vec '%s' is NULL or not initialised", prefix, 0);
-	n = v->tally__nr_items;
+	n = tally_vec_nr_items(v);
 	for (i = 0; kinds && i < n; i++)
 		if (kinds[i] != TALLY_EXPORT_COUNTER && kinds[i] != TALLY_EXPORT_GAUGE)
 			return tally__xerr(e, -EINVAL, "kind of item %u is neither counter nor gauge",
@@ -653,13 +668,15 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
 	s.ser = (struct tally__xseries *)calloc(n, sizeof(*s.ser));
 	s.val = (uint64_t *)calloc(n, sizeof(*s.val));
 	s.cap_val = n;
+	s.priv = calloc(n, sizeof(tally_uword));
+	s.release = tally__xrelease_priv;
 	fams = (struct tally__xfam *)calloc(n, sizeof(*fams));
-	if (!s.kinds || !s.ser || !s.val || !fams) {
+	if (!s.kinds || !s.ser || !s.val || !s.priv || !fams) {
 		free(fams);
 		tally__xsrc_free(&s);
 		return tally__xerr(e, -ENOMEM, "out of memory", NULL, 0);
 	}
-	tally__xfams_fill(fams, n, prefix, names, helps, kinds, "tally vector item");
+	tally__xfams_fill(fams, n, prefix, names, helps, kinds, "tally vector item", v);
 	for (i = 0; i < n; i++)
 		s.kinds[i] = fams[i].kind;
 	err = tally__xregister(e, &s, fams, n);

@@ -395,7 +395,7 @@ static inline int tally_export_add_tree(struct tally_export *e, const char *pref
 	x->name_fn = name_fn;
 	x->name_arg = name_arg;
 	x->flags = flags;
-	tally__xfams_fill(one, n, prefix, names, helps, kinds, "tally tree item");
+	tally__xfams_fill(one, n, prefix, names, helps, kinds, "tally tree item", NULL);
 	for (i = 0; i < n; i++) {
 		s.kinds[i] = one[i].kind;
 		fams[2 * i] = one[i];

@@ -1,0 +1,494 @@
+/*
+ * examples/exporter - a small workload whose statistics a Prometheus can
+ * scrape: a tree of groups (tally_tree) and a vector (tally_vec) updated
+ * by writer threads, and a counter, rendered by <tally/export_rstat.h> and
+ * served over HTTP by libmicrohttpd on loopback.
+ *
+ *   exporter --listen 127.0.0.1:PORT --seconds S --quiesce-after Q
+ *            [--writers N] [--conn-timeout T] [--expect-file PATH]
+ *
+ * GET /metrics answers OpenMetrics 1.0 when the Accept header asks for
+ * application/openmetrics-text, else Prometheus text 0.0.4; ?format=json
+ * and ?format=stat give the other two formats. Anything else: 404 (unknown
+ * path) or 405 (not GET/HEAD). Prints a line with "listening" once it
+ * accepts connections; the writers stop after Q seconds, after which the
+ * exact totals no longer change (it prints "quiesced" and, with
+ * --expect-file, writes every counter sample's value as counted by the
+ * writers themselves, independently of tally, in text 0.0.4 sample
+ * syntax); it exits after S seconds. PORT 0 picks a free port (printed).
+ *
+ * Bounds: loopback addresses only; at most 64 connections (16 per client
+ * address); a connection idle for T seconds (default 5) is closed; a
+ * request's headers must fit in 16 KiB (else an HTTP error); the server
+ * runs on 2 threads, event-driven, so a slow client delays nobody.
+ * Renders happen on one collector thread (registered with liburcu, which
+ * walking a tree's children requires); a request waits at most 2 s for it.
+ */
+#define _GNU_SOURCE
+#include <tally/rstat.h>
+#include <tally/export_rstat.h>
+
+#include <microhttpd.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if MHD_VERSION < 0x00097002
+typedef int tally_mhd_result;
+#else
+typedef enum MHD_Result tally_mhd_result;
+#endif
+
+/* ---- the workload ---------------------------------------------------------- */
+
+enum { REQUESTS, READ_BYTES, ERRORS, INFLIGHT, NR_ITEMS };
+static const char *const item_names[NR_ITEMS] = {"requests", "read_bytes", "errors", "inflight"};
+static const char *const item_helps[NR_ITEMS] = {
+	"Requests handled.", "Bytes read by requests.", "Requests that failed.",
+	"Requests in progress."};
+static const unsigned char item_kinds[NR_ITEMS] = {TALLY_EXPORT_COUNTER, TALLY_EXPORT_COUNTER,
+						   TALLY_EXPORT_COUNTER, TALLY_EXPORT_GAUGE};
+
+enum { CMD_GET, GET_HITS, GET_MISSES, CURR_CONNECTIONS, NR_VEC };
+static const char *const vec_names[NR_VEC] = {"cmd_get", "get_hits", "get_misses",
+					      "curr_connections"};
+static const unsigned char vec_kinds[NR_VEC] = {TALLY_EXPORT_COUNTER, TALLY_EXPORT_COUNTER,
+						TALLY_EXPORT_COUNTER, TALLY_EXPORT_GAUGE};
+
+#define NR_SVC 3
+#define NR_JOB 3
+#define NR_GROUPS (1 + NR_SVC + NR_SVC * NR_JOB) /* root, services, jobs */
+#define MAX_WRITERS 16
+
+static struct tally_tree *tree;
+static struct tally_group *groups[NR_GROUPS];
+static char group_names[NR_GROUPS][16];
+static int group_parent[NR_GROUPS];
+static struct tally_vec vec;
+static struct tally_counter batches;
+
+/* What each writer did, counted by itself (its own memory, no sharing):
+ * the independent truth the Prometheus test compares against. */
+struct writer {
+	pthread_t thread;
+	uint64_t seed;
+	uint64_t group_items[NR_GROUPS][NR_ITEMS];
+	uint64_t vec_items[NR_VEC];
+	uint64_t batches;
+};
+static struct writer writers[MAX_WRITERS];
+static int nr_writers = 2;
+static int stop_writers;
+
+static uint64_t rng(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = (struct writer *)arg;
+	unsigned long n = 0;
+	while (!__atomic_load_n(&stop_writers, __ATOMIC_ACQUIRE)) {
+		uint64_t r = rng(&w->seed);
+		/* A leaf job, sometimes a service, gets a request. */
+		int g = 1 + NR_SVC + (int)(r % (NR_SVC * NR_JOB));
+		tally_sword bytes = (tally_sword)(16 + (r >> 8) % 16369); /* 16..16384 */
+		if ((r >> 40) % 8 == 0)
+			g = group_parent[g];
+		tally_group_mod(groups[g], INFLIGHT, 1);
+		tally_group_mod(groups[g], REQUESTS, 1);
+		tally_group_mod(groups[g], READ_BYTES, bytes);
+		w->group_items[g][REQUESTS]++;
+		w->group_items[g][READ_BYTES] += (uint64_t)bytes;
+		if ((r >> 20) % 50 == 0) {
+			tally_group_mod(groups[g], ERRORS, 1);
+			w->group_items[g][ERRORS]++;
+		}
+		tally_group_mod(groups[g], INFLIGHT, -1);
+		tally_vec_inc(&vec, CMD_GET);
+		tally_vec_inc(&vec, (r >> 50) % 4 ? GET_HITS : GET_MISSES);
+		w->vec_items[CMD_GET]++;
+		w->vec_items[(r >> 50) % 4 ? GET_HITS : GET_MISSES]++;
+		if (++n % 256 == 0) {
+			struct timespec ts = {0, 1000 * 1000}; /* leave CPU to others */
+			tally_counter_add(&batches, 1);
+			w->batches++;
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+static const char *group_name(const struct tally_group *g, void *arg)
+{
+	int i;
+	(void)arg;
+	for (i = 1; i < NR_GROUPS; i++)
+		if (groups[i] == g)
+			return group_names[i];
+	return NULL;
+}
+
+static void group_path(int g, char *out, size_t size)
+{
+	if (g == 0) {
+		snprintf(out, size, "/");
+		return;
+	}
+	if (group_parent[g] == 0)
+		snprintf(out, size, "/%s", group_names[g]);
+	else
+		snprintf(out, size, "/%s/%s", group_names[group_parent[g]], group_names[g]);
+}
+
+/* Every counter sample's value from the writers' own counts. */
+static int write_expected(const char *path)
+{
+	uint64_t local[NR_GROUPS][NR_ITEMS], hier[NR_GROUPS][NR_ITEMS], vsum[NR_VEC], b = 0;
+	int g, i, w;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	memset(local, 0, sizeof(local));
+	memset(vsum, 0, sizeof(vsum));
+	for (w = 0; w < nr_writers; w++) {
+		for (g = 0; g < NR_GROUPS; g++)
+			for (i = 0; i < NR_ITEMS; i++)
+				local[g][i] += writers[w].group_items[g][i];
+		for (i = 0; i < NR_VEC; i++)
+			vsum[i] += writers[w].vec_items[i];
+		b += writers[w].batches;
+	}
+	memcpy(hier, local, sizeof(hier));
+	for (g = NR_GROUPS - 1; g > 0; g--) /* children have higher indexes */
+		for (i = 0; i < NR_ITEMS; i++)
+			hier[group_parent[g]][i] += hier[g][i];
+	for (i = 0; i < NR_ITEMS; i++) {
+		if (item_kinds[i] != TALLY_EXPORT_COUNTER)
+			continue;
+		for (g = 0; g < NR_GROUPS; g++) {
+			char p[64];
+			group_path(g, p, sizeof(p));
+			fprintf(f, "demo_%s_total{group=\"%s\"} %llu\n", item_names[i], p,
+				(unsigned long long)hier[g][i]);
+			fprintf(f, "demo_%s_local_total{group=\"%s\"} %llu\n", item_names[i], p,
+				(unsigned long long)local[g][i]);
+		}
+	}
+	for (i = 0; i < NR_VEC; i++)
+		if (vec_kinds[i] == TALLY_EXPORT_COUNTER)
+			fprintf(f, "cache_%s_total %llu\n", vec_names[i], (unsigned long long)vsum[i]);
+	fprintf(f, "writer_batches_total %llu\n", (unsigned long long)b);
+	return fclose(f) ? -errno : 0;
+}
+
+/* ---- rendering on one registered thread -------------------------------------- */
+
+static struct tally_export exporter;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv_req = PTHREAD_COND_INITIALIZER, cv_done = PTHREAD_COND_INITIALIZER;
+static unsigned long req_seq, done_seq;
+static int req_fmt, collector_stop;
+static char *result;
+static size_t result_len;
+static int result_err;
+
+static void *collector_main(void *arg)
+{
+	(void)arg;
+	urcu_memb_register_thread();
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		unsigned long seq;
+		int fmt, err;
+		char *out = NULL;
+		size_t len = 0;
+		while (!collector_stop && req_seq == done_seq)
+			pthread_cond_wait(&cv_req, &mu);
+		if (collector_stop)
+			break;
+		seq = req_seq;
+		fmt = req_fmt;
+		pthread_mutex_unlock(&mu);
+		err = tally_export_render_alloc(&exporter, fmt, &out, &len);
+		if (err)
+			fprintf(stderr, "exporter: render: %s\n", tally_export_error(&exporter));
+		pthread_mutex_lock(&mu);
+		free(result);
+		result = out;
+		result_len = len;
+		result_err = err;
+		done_seq = seq;
+		pthread_cond_broadcast(&cv_done);
+	}
+	pthread_mutex_unlock(&mu);
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+/* Render fmt through the collector: a malloc'd copy, or NULL. */
+static char *render_via_collector(int fmt, size_t *len)
+{
+	struct timespec dl;
+	unsigned long mine;
+	char *copy = NULL;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 2;
+	pthread_mutex_lock(&mu);
+	while (req_seq != done_seq) /* one render at a time */
+		if (pthread_cond_timedwait(&cv_done, &mu, &dl) == ETIMEDOUT)
+			goto out;
+	req_fmt = fmt;
+	mine = ++req_seq;
+	pthread_cond_signal(&cv_req);
+	while (done_seq != mine)
+		if (pthread_cond_timedwait(&cv_done, &mu, &dl) == ETIMEDOUT)
+			goto out;
+	if (!result_err && result) {
+		copy = (char *)malloc(result_len + 1);
+		if (copy) {
+			memcpy(copy, result, result_len + 1);
+			*len = result_len;
+		}
+	}
+out:
+	pthread_mutex_unlock(&mu);
+	return copy;
+}
+
+/* ---- HTTP ------------------------------------------------------------------------ */
+
+static tally_mhd_result reply(struct MHD_Connection *c, unsigned status, const char *type,
+			      char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	tally_mhd_result ret;
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static tally_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls)
+{
+	static char not_found[] = "not found: try /metrics\n";
+	static char not_allowed[] = "method not allowed\n";
+	static char unavailable[] = "render failed or timed out\n";
+	const char *q;
+	char *body;
+	size_t len = 0;
+	int fmt;
+	(void)cls;
+	(void)version;
+	(void)upload;
+	if (*upload_size) { /* a body we do not want: drop it */
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	(void)con_cls;
+	if (strcmp(url, "/metrics") != 0)
+		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", not_found, sizeof(not_found) - 1,
+			     MHD_RESPMEM_PERSISTENT);
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", not_allowed,
+			     sizeof(not_allowed) - 1, MHD_RESPMEM_PERSISTENT);
+	fmt = tally_export_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"));
+	q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+	if (q && !strcmp(q, "json"))
+		fmt = TALLY_EXPORT_JSON;
+	else if (q && !strcmp(q, "stat"))
+		fmt = TALLY_EXPORT_STAT;
+	body = render_via_collector(fmt, &len);
+	if (!body)
+		return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", unavailable,
+			     sizeof(unavailable) - 1, MHD_RESPMEM_PERSISTENT);
+	return reply(c, MHD_HTTP_OK, tally_export_content_type(fmt), body, len,
+		     MHD_RESPMEM_MUST_FREE);
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: exporter --listen 127.0.0.1:PORT --seconds S --quiesce-after Q\n"
+			"                [--writers N] [--conn-timeout T] [--expect-file PATH]\n");
+	exit(2);
+}
+
+static void sleep_until(const struct timespec *start, double s)
+{
+	struct timespec now;
+	for (;;) {
+		double left;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = s - ((double)(now.tv_sec - start->tv_sec) +
+			    (double)(now.tv_nsec - start->tv_nsec) / 1e9);
+		if (left <= 0)
+			return;
+		if (left > 0.2)
+			left = 0.2;
+		{
+			struct timespec ts = {0, (long)(left * 1e9)};
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *listen = NULL, *expect_file = NULL;
+	double seconds = -1, quiesce = -1;
+	unsigned conn_timeout = 5;
+	struct sockaddr_in addr;
+	struct MHD_Daemon *d;
+	pthread_t collector;
+	struct timespec start;
+	char host[64];
+	const char *colon;
+	long port;
+	int i, g, err;
+
+	for (i = 1; i < argc; i++) {
+		if (i + 1 >= argc)
+			usage();
+		if (!strcmp(argv[i], "--listen"))
+			listen = argv[++i];
+		else if (!strcmp(argv[i], "--seconds"))
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--quiesce-after"))
+			quiesce = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--writers"))
+			nr_writers = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--conn-timeout"))
+			conn_timeout = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--expect-file"))
+			expect_file = argv[++i];
+		else
+			usage();
+	}
+	if (!listen || seconds <= 0 || seconds > 3600 || quiesce < 0 || quiesce > seconds ||
+	    nr_writers < 1 || nr_writers > MAX_WRITERS || conn_timeout < 1 || conn_timeout > 600)
+		usage();
+	colon = strrchr(listen, ':');
+	if (!colon || (size_t)(colon - listen) >= sizeof(host))
+		usage();
+	memcpy(host, listen, (size_t)(colon - listen));
+	host[colon - listen] = '\0';
+	port = strtol(colon + 1, NULL, 10);
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)port);
+	if (!strcmp(host, "localhost"))
+		strcpy(host, "127.0.0.1");
+	if (port < 0 || port > 65535 || inet_pton(AF_INET, host, &addr.sin_addr) != 1 ||
+	    (ntohl(addr.sin_addr.s_addr) >> 24) != 127) {
+		fprintf(stderr, "exporter: --listen must be a loopback IPv4 address and port\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	/* The workload's objects, their names, and the exporter. */
+	tree = tally_tree_create(NR_ITEMS);
+	if (!tree || tally_vec_init(&vec, NR_VEC, 0) || tally_counter_init(&batches, 0, 0)) {
+		fprintf(stderr, "exporter: out of memory\n");
+		return 1;
+	}
+	groups[0] = tally_tree_root(tree);
+	for (g = 1; g < NR_GROUPS; g++) {
+		if (g <= NR_SVC) {
+			group_parent[g] = 0;
+			snprintf(group_names[g], sizeof(group_names[g]), "svc%d", g - 1);
+		} else {
+			group_parent[g] = 1 + (g - 1 - NR_SVC) / NR_JOB;
+			snprintf(group_names[g], sizeof(group_names[g]), "job%d",
+				 (g - 1 - NR_SVC) % NR_JOB);
+		}
+		groups[g] = tally_group_create(groups[group_parent[g]]);
+		if (!groups[g]) {
+			fprintf(stderr, "exporter: group: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	tally_export_init(&exporter);
+	err = tally_export_add_tree(&exporter, "demo", tree, item_names, item_helps, item_kinds,
+				    group_name, NULL, TALLY_EXPORT_TREE_FLUSH);
+	if (!err)
+		err = tally_export_add_vec(&exporter, "cache", &vec, vec_names, NULL, vec_kinds);
+	if (!err)
+		err = tally_export_add_counter(&exporter, "writer_batches",
+					       "Batches of 256 requests the writers finished.",
+					       &batches, TALLY_EXPORT_COUNTER);
+	if (err) {
+		fprintf(stderr, "exporter: %s\n", tally_export_error(&exporter));
+		return 1;
+	}
+
+	if (pthread_create(&collector, NULL, collector_main, NULL))
+		return 1;
+	d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+			     handle, NULL, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
+			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
+			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16,
+			     MHD_OPTION_CONNECTION_TIMEOUT, conn_timeout,
+			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+			     MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)32, MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "exporter: cannot listen on %s\n", listen);
+		return 1;
+	}
+	{
+		const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+		printf("exporter: listening on http://%s:%u/metrics\n", host,
+		       info ? (unsigned)info->port : (unsigned)port);
+		fflush(stdout);
+	}
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (i = 0; i < nr_writers; i++) {
+		writers[i].seed = 0x5eed0000u + (uint64_t)i;
+		if (pthread_create(&writers[i].thread, NULL, writer_main, &writers[i]))
+			return 1;
+	}
+	sleep_until(&start, quiesce);
+	__atomic_store_n(&stop_writers, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < nr_writers; i++)
+		pthread_join(writers[i].thread, NULL);
+	if (expect_file && (err = write_expected(expect_file)) != 0) {
+		fprintf(stderr, "exporter: %s: %s\n", expect_file, strerror(-err));
+		return 1;
+	}
+	printf("exporter: quiesced\n");
+	fflush(stdout);
+	sleep_until(&start, seconds);
+
+	MHD_stop_daemon(d);
+	pthread_mutex_lock(&mu);
+	collector_stop = 1;
+	pthread_cond_signal(&cv_req);
+	pthread_mutex_unlock(&mu);
+	pthread_join(collector, NULL);
+	free(result);
+	tally_export_destroy(&exporter);
+	tally_tree_destroy(tree);
+	tally_vec_destroy(&vec);
+	tally_counter_destroy(&batches);
+	printf("exporter: done\n");
+	return 0;
+}
