@@ -1,5 +1,8 @@
 /*
- * memcg_stats: seed 003's experiment, scaled to a small machine. A tree of
+ * memcg_stats: the experiment behind the 6.6.y backport of "mm: memcg:
+ * subtree stats flushing and thresholds" (Yosry Ahmed, 2023; backported by
+ * Leon Huang Fu, whose LTP memcontrol02 runs on 256 cores read stale
+ * memory.stat values), scaled to a small machine. A tree of
  * groups shaped like a cgroup hierarchy (root, 10 slices, 10 services
  * each, the rest leaves under the services), writer threads charging
  * pages to random leaves, reader threads reading a group's stats after a
@@ -21,7 +24,7 @@
  * included). Readers run flat out (or pause --interval-us between reads).
  *
  * A read: pick a random leaf; by default first charge an event of --event
- * pages to it (seed 003's case of "userspace reads stats after an event
+ * pages to it (that series' case of "userspace reads stats after an event
  * occurs": a proactive reclaimer or an OOM handler reading after the
  * change it acts on); then read the leaf or its parent (even odds): take
  * the exact values, flush by the policy, read every item.
@@ -314,9 +317,12 @@ static void *reader_main(void *arg)
 		for (unsigned i = 0; i < NR_ITEMS; i++)
 			got[i] = tally_group_read(grp[g], i);
 		t1 = now_ns();
-		for (unsigned i = 0; i < NR_ITEMS; i++)
-			if ((int64_t)(want[i] - (uint64_t)got[i]) > 0)
-				stale += want[i] - (uint64_t)got[i];
+		/* Modulo 2^TALLY_WORD_BITS: a read is a word, the truth 64 bits. */
+		for (unsigned i = 0; i < NR_ITEMS; i++) {
+			tally_sword lag = (tally_sword)((tally_uword)want[i] - (tally_uword)got[i]);
+			if (lag > 0)
+				stale += (uint64_t)lag;
+		}
 		if (vec_push(&t->lat, t1 - t0) || vec_push(&t->stale, stale)) {
 			fprintf(stderr, "memcg_stats: out of memory\n");
 			exit(2);
@@ -399,7 +405,10 @@ static int check_exact(void)
 	tally_group_flush_force(grp[0]);
 	for (unsigned g = 0; g < nr_groups; g++)
 		for (unsigned i = 0; i < NR_ITEMS; i++)
-			if ((uint64_t)tally_group_read(grp[g], i) != exact(g, i)) {
+			/* Modulo 2^TALLY_WORD_BITS: the read is a sign-extended
+			 * word, the truth a 64-bit sum (past 2^31 with 32-bit
+			 * words they differ in the high bits). */
+			if ((tally_uword)tally_group_read(grp[g], i) != (tally_uword)exact(g, i)) {
 				if (ok)
 					fprintf(stderr,
 						"memcg_stats: group %u %s: read %lld, exact %llu\n", g,

@@ -1,7 +1,9 @@
 /*
  * tally/rstat.h - tally_tree / tally_group: hierarchical statistics with
  * subtree flushing, per-group flush thresholds, ratelimited and periodic
- * flushing (kernel cgroup rstat and memcg stats, seed 003).
+ * flushing: the kernel's cgroup rstat (kernel/cgroup/rstat.c) and memcg
+ * stats (mm/memcontrol.c), after "mm: memcg: subtree stats flushing and
+ * thresholds" (Yosry Ahmed, 2023).
  *
  *   struct tally_tree *t = tally_tree_create(NR_ITEMS);   // NULL, errno
  *   struct tally_group *a = tally_group_create(tally_tree_root(t));
@@ -14,54 +16,57 @@
  *   tally_group_destroy(b);                // deltas go to a; freed after RCU
  *   tally_tree_destroy(t);
  *
- * Model. Every group has N items. Per group and CPU slot: a never-reset
- * word per item (the updates) and a prev snapshot per item (what flushes
- * consumed). Per group: state (hierarchical: the group and everything
- * below it), local (the group alone) and pending (deltas handed up by
- * flushed or destroyed children, not yet in state). Readers read state and
- * local: the values as of the last flush that covered the group.
+ * This header holds the structures and the public calls with their
+ * contracts. The machinery sits beside it, split where the kernel splits
+ * it (each refuses to be included on its own):
+ *   tally/rstat/updated.h    the updated set (per-CPU dirty bitmaps, the
+ *                            per-CPU updated trees), group ids, and the
+ *                            barrier pair of updates and flushes
+ *                            (css_rstat_updated(), cgroup rstat)
+ *   tally/rstat/threshold.h  the per-group flush thresholds
+ *                            (memcg_rstat_updated(), needs_flush)
+ *   tally/rstat/flusher.h    the clock, the ratelimit deadline and the
+ *                            periodic flusher thread (flush_memcg_stats_dwork())
+ *   tally/rstat/flush.h      the flush walk and the destroy hand-over
+ *                            (css_rstat_flush(), mem_cgroup_css_rstat_flush())
  *
- * Update (tally_group_mod): add to this CPU's word; then, ordered after
- * the add (see Memory ordering), if the group is not on this CPU's
- * lockless "updated" list, push it there (one winner by CAS, as
- * css_rstat_updated()); then count |delta| toward the flush thresholds of
- * the group and its ancestors (memcg_rstat_updated()).
+ * ---- Model ----------------------------------------------------------------
+ * Every group has N items. Per group and CPU slot: a never-reset word per
+ * item (the updates) and a prev snapshot per item (the word's value at the
+ * last flush that consumed it). Per group: state (hierarchical: the group
+ * and everything below it), local (the group alone) and pending (deltas
+ * handed up by flushed or destroyed children, not yet in state). Readers
+ * read state and local: the values as of the last flush that covered the
+ * group.
  *
- * Flush of the subtree at g, under the tree's flush lock: drain every CPU
- * slot's lockless list into the slot's updated tree (link each queued
- * group and its ancestors under their parents, stopping at the first one
- * already linked; the group is marked off the list), then the flusher's
- * barrier; per slot, detach g's part of the updated tree and visit it
- * children before parents; then drain every slot again (and the barrier)
- * and visit what came meanwhile.
- * For each visited group x and item i, with the CPU word v:
+ * Update (tally_group_mod): add to this CPU slot's word; then, ordered
+ * after the add (see Memory ordering), set the group's bit in the slot's
+ * dirty bitmap (idempotent: a load, and an atomic OR only if the bit is
+ * clear); then count |delta| toward the flush thresholds of the group and
+ * its ancestors (memcg_rstat_updated()).
+ *
+ * Flush of the subtree at g, under the tree's flush lock: drain every
+ * slot's dirty bitmap into the slot's updated tree (link each dirty group
+ * and its ancestors under their parents, stopping at the first one already
+ * linked), then the flush's barrier; per slot, detach g's part of the
+ * updated tree and visit it children before parents; then drain every
+ * slot again (and the barrier) and visit what came meanwhile.
+ * For each visited group x and item i, with the slot's word v:
  *     delta = pending[i]; pending[i] = 0;
  *     if (v != prev[i]) { d = v - prev[i]; delta += d; prev[i] = v; local[i] += d; }
  *     if (delta) { state[i] += delta; parent->pending[i] += delta; }
- * Groups outside g's subtree stay queued for a later flush. All arithmetic
+ * Groups outside g's subtree stay linked for a later flush. All arithmetic
  * is modular in 2^TALLY_WORD_BITS, so totals are exact across wraps.
  *
- * Thresholds (seed 003, "make stats flushing threshold per-memcg"): per
- * group and CPU slot a stats_updates count. An update walks the group and
- * its ancestors, stops at the first that already needs a flush, else adds
- * |delta| to that group's count for this CPU and, once the count reaches
- * the batch (64, MEMCG_CHARGE_BATCH), moves it into the group's atomic.
- * The walk also keeps "a flushable group's ancestors are flushable", which
- * the early stop relies on and per-CPU batching alone does not keep (see
- * tally__rstat_count()).
- * needs_flush(g) = atomic > batch * ncpus (ncpus: online CPUs when the
- * tree was created). A flush zeroes both counts of every group it visits:
- * the per-CPU ones on every CPU (a new count epoch), and the atomic by
- * subtracting what it held when the flush began, once the flush is done.
- * So whoever finds a count lowered finds the flushed values published,
- * and a count the flush takes belongs to updates it reflects (the kernel
- * zeroes during the flush, and can zero the count of an update it missed
- * or has not published yet). Hence: if an update by this thread finds g
- * below its threshold and takes it past (it is counted in g, or marks g
- * flushable), tally_group_flush(g) afterwards returns with that update and
- * every earlier one of this thread reflected, whether it flushed or
- * another flush got there first. (An update that finds g already
- * flushable is not counted in g; only a forced flush is sure to show it.)
+ * Thresholds ("mm: memcg: make stats flushing threshold per-memcg", Yosry
+ * Ahmed, 2023): tally_group_flush(g) flushes only when needs_flush(g):
+ * g's count, the sum of |delta| of updates in its subtree since its last
+ * flush, moved into it in per-CPU batches (64), exceeds batch * ncpus
+ * (online CPUs when the tree was created). If an update by this thread
+ * finds g below its threshold and takes it past, tally_group_flush(g)
+ * afterwards returns with that update and every earlier one of this
+ * thread reflected, whether it flushed or another flush got there first.
+ * See tally/rstat/threshold.h.
  *
  * Flush calls:
  *   tally_group_flush(g)              g's subtree, only if needs_flush(g)
@@ -76,30 +81,26 @@
  * Any flush of the root records the time (the injectable clock).
  *
  * ---- RCU: which threads must do what (default flavor: urcu-memb) -------
- *
- * Groups are freed through liburcu: tally_group_destroy() unlinks the
- * group, hands everything it counted to its parent, removes it from every
- * CPU's updated list, and frees it with call_rcu() after a grace period. A
- * tree takes its flavor as a `const struct rcu_flavor_struct *` (see
- * tally_tree_opts); the default is urcu-memb (`urcu_memb_flavor`, from
- * liburcu-memb: pkg-config liburcu-memb, which the tally::tally CMake
- * target links). With the default flavor:
+ * Groups are freed through liburcu: tally_group_destroy() flushes the
+ * group into its parent, unlinks it and frees it with call_rcu() after a
+ * grace period. A tree takes its flavor as a `const struct
+ * rcu_flavor_struct *` (tally_tree_opts); the default is urcu-memb
+ * (`urcu_memb_flavor`, from liburcu-memb: pkg-config liburcu-memb, which
+ * the tally::tally CMake target links). With the default flavor:
  *   - Threads that only update, flush or read groups they hold (their own,
  *     or ones no other thread can destroy meanwhile) need nothing: no
  *     registration, no RCU calls. The periodic flusher thread needs none.
  *   - A thread that calls tally_group_destroy() must be registered with
  *     the flavor (urcu_memb_register_thread(), or flavor->register_thread())
  *     because call_rcu() requires it; for urcu-qsbr it must also be online.
- *   - A thread that calls tally_group_for_each_child(), or that reads,
- *     updates or creates under a group that another thread may destroy
- *     meanwhile, must be registered and do it inside
- *     tally_tree_read_lock()/tally_tree_read_unlock() (the flavor's read
- *     lock, annotated for ThreadSanitizer). Inside such a section a
- *     destroyed group's memory stays valid and every call on it fails
- *     cleanly (-EINVAL, NULL with errno EINVAL, reads of its last values).
- *   - tally_tree_destroy() waits for the grace periods of pending frees:
- *     call it outside read-side sections and not from a call_rcu callback
- *     (with urcu-qsbr: from an offline or unregistered thread).
+ *   - A thread that calls tally_group_for_each_child(), or that uses a
+ *     group another thread may destroy meanwhile, must be registered and
+ *     do it inside tally_tree_read_lock()/tally_tree_read_unlock(). Inside
+ *     such a section a destroyed group's memory stays valid, and every
+ *     call on it does what "Destroyed groups" below says.
+ *   - tally_tree_destroy() waits for the deferred frees: call it outside
+ *     read-side sections and not from a call_rcu callback (with urcu-qsbr:
+ *     from an offline or unregistered thread).
  *   - Unregister (urcu_memb_unregister_thread()) before a registered thread
  *     exits. urcu-memb uses the membarrier() system call where the kernel
  *     has it, and falls back to memory barriers in the read lock otherwise.
@@ -109,46 +110,108 @@
  * <urcu/urcu-qsbr.h>) and TALLY_URCU_DEFAULT_FLAVOR (urcu_qsbr_flavor)
  * before including tally, and link that flavor's library.
  *
+ * ---- Destroyed groups (inside a read-side section) -----------------------
+ *   tally_group_mod          -EINVAL, nothing changed, once the caller can
+ *                            see the destroy; a mod that races with it
+ *                            returns 0 and its delta goes to the nearest
+ *                            live ancestor: a flush of that ancestor that
+ *                            starts after the mod returned reflects it.
+ *                            Never lost, never counted twice.
+ *   tally_group_create       NULL, errno EINVAL
+ *   tally_group_destroy      -EINVAL
+ *   flush, flush_force,      errno EINVAL, nothing done (ratelimited: only
+ *   flush_ratelimited        when it would flush)
+ *   needs_flush              false
+ *   read, read_positive,     the group's values as of its destroy
+ *   read_monotonic,
+ *   read_local
+ *   parent, tree             as before the destroy (the parent may be
+ *                            destroyed too; its memory stays valid)
+ *   for_each_child           0, fn never called (a destroyed group has no
+ *                            children)
+ *
  * ---- Concurrency contract ------------------------------------------------
  *   call                          beside                    progress
- *   tally_group_mod               everything but destroy    wait-free but one
- *                                 of that group and           lock-free push
- *                                 tally_tree_destroy
+ *   tally_group_mod               everything but            wait-free
+ *                                 tally_tree_destroy; beside
+ *                                 destroy of that group
+ *                                 only inside a read-side
+ *                                 section
  *   read, read_positive,          everything but            wait-free
  *   read_monotonic, read_local,   tally_tree_destroy
  *   needs_flush
  *   flush, flush_force,           everything but            blocking (the
  *   flush_ratelimited,            tally_tree_destroy        tree's flush lock;
  *   flush_periodic                                          membarrier())
- *   group_create, group_destroy   everything but mod of     blocking (the
- *                                 the destroyed group and   flush lock);
- *                                 tally_tree_destroy        destroy defers free
+ *   group_create, group_destroy   everything but            blocking (the
+ *                                 tally_tree_destroy        flush lock);
+ *                                                           destroy defers free
+ *   start_flusher, stop_flusher   everything but            blocking
+ *                                 tally_tree_destroy
  *   tree_create, tree_destroy     nothing on that tree      blocking
- * Memory ordering: a flush that starts after tally_group_mod() returned
- * (happens-after it) reflects that update. Readers see the values of the
- * last completed flush of the group (relaxed loads: a reader racing with a
- * flush may see some items of it before others). A flush serializes with
- * create/destroy and other flushes on the same tree.
- * An update racing with a flush is reflected by that flush or leaves its
- * group queued for the next one, never neither: the update's word add and
- * its on-list check, against the drain's "off list" marks and the flush's
- * word loads, are a store-buffering pair, which needs a barrier on each
- * side. Where the kernel has membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
- * (and TALLY_RSTAT_MEMBARRIER is 1; the default is 0), the update has only a
- * compiler barrier and a flush calls membarrier() between a drain that
- * found queued groups and its next load of a word (the urcu-memb scheme;
- * at most two per flush, one per drain pass): updates stay free of fences
- * and system calls, flushes pay the IPIs (microseconds each).
- * Otherwise (no membarrier, a failed registration, or
- * TALLY_RSTAT_MEMBARRIER 0) the update has a full fence, paired with one
- * after each drain pass. A tree takes one of the two when it is created
- * (the first creation registers the process with membarrier) and keeps
- * it; see tally__rstat_drain_all().
  *
- * Memory per group: tally_tree_group_bytes(t) = a fixed part (the struct
- * plus 3 words per item for state, local, pending) plus, per CPU slot
- * (every possible CPU and one shared slot), a chunk of 48 bytes + 2 words
- * per item (the word and its prev) rounded up to TALLY_CACHELINE.
+ * ---- Memory ordering -----------------------------------------------------
+ * A flush that starts after tally_group_mod() returned (happens-after it)
+ * and covers the group reflects that update, whatever other threads are
+ * doing meanwhile (preempted or stopped in the middle of their own
+ * updates included). Readers see the values of the last completed flush
+ * of the group (relaxed loads: a reader racing with a flush may see some
+ * items of it before others). A flush serializes with create/destroy and
+ * other flushes on the same tree.
+ *
+ * The argument. Per group, CPU slot and block of 4096 groups, the dirty
+ * record has a leaf bit (the group) and a summary bit (its leaf word); an
+ * update does
+ *     word += d;  BARRIER_U;  if (!(leaf & bit)) leaf |= bit;
+ *                             if (!(summ & sbit)) summ |= sbit;
+ * and a drain (flush lock held) does
+ *     x = xchg(summ, 0); for each bit of x: y = xchg(leaf, 0); link ...;
+ *     BARRIER_F;  then the flush loads words.
+ * All bit accesses are sequentially consistent, so they have one total
+ * order S. Take U's leaf load and the first leaf xchg after it in S, X:
+ * X reads the bit set (U set it, or read it set, and nothing cleared it in
+ * between), and links the group. U's word add / BARRIER_U / leaf load and
+ * X / BARRIER_F / word load are a store-buffering pair: since U's load
+ * precedes X, the flush's word load reads U's add. It remains that X
+ * happens, and no later than the drain of a flush that starts after U
+ * returned. U's summary load comes after its leaf load in S. If a drain
+ * cleared the summary in between, that drain's leaf xchg is X or after it,
+ * done before the next flush takes the lock. Otherwise U leaves the
+ * summary bit set by a write after the last summary clear before its leaf
+ * load (it sets the bit itself, or reads it set); the next drain that
+ * clears the summary, at the latest the later flush's, reads that bit and
+ * goes on to the leaf: X. Neither step waits for another updater, so a
+ * preempted or stopped one (between its leaf and its summary, say)
+ * delays nobody: there is no claim to hold, and every step is idempotent.
+ *
+ * The barrier pair (tally/rstat/updated.h). Where the kernel has
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) and TALLY_RSTAT_MEMBARRIER
+ * is 1 (default 0), BARRIER_U is a compiler barrier and BARRIER_F is
+ * membarrier() (the urcu-memb scheme): updates stay free of fences and
+ * system calls, flushes pay the IPIs (microseconds; at most one per drain
+ * pass that cleared a bit, none for a pass that found nothing). Otherwise
+ * (no membarrier, a failed registration, or TALLY_RSTAT_MEMBARRIER 0) both
+ * are full fences. A tree takes one of the two when it is created (the
+ * first creation registers the process with membarrier) and keeps it.
+ *
+ * Destroy: under the flush lock, destroy flushes g into its parent's
+ * pending, marks it dead and unlinks it. A destroyed group is never
+ * linked again: a drain that clears its bit (a mod that raced with the
+ * destroy) hands that slot's word - prev, after BARRIER_F, to the pending
+ * of the nearest live ancestor and links the ancestor instead, so the
+ * argument above carries over. After a grace period every such mod has
+ * returned; the call_rcu callback (flush lock) hands over what no drain
+ * did, releases the id, and frees the group once no destroyed child still
+ * needs it (a reference count: 1 for the group, 1 per child not yet
+ * freed, as a child's hand-over walks up through destroyed ancestors).
+ *
+ * ---- Memory per group ----------------------------------------------------
+ * tally_tree_group_bytes(t) = a fixed part (the struct plus 3 words per
+ * item for state, local, pending) plus, per CPU slot (every possible CPU
+ * and one shared slot), a chunk of a 48-byte header (40 with 32-bit
+ * pointers) + 2 words per item (the word and its prev), rounded up to
+ * TALLY_CACHELINE. The dirty bitmaps add (65 * 8 bytes rounded up to
+ * TALLY_CACHELINE) per slot per 4096 groups.
  */
 #ifndef TALLY_RSTAT_H
 #define TALLY_RSTAT_H
@@ -158,7 +221,7 @@
 
 #include <pthread.h>
 #include <time.h>
-#if TALLY__LINUX
+#if defined(__linux__)
 #  include <sys/syscall.h>
 #endif
 
@@ -181,143 +244,194 @@
 extern "C" {
 #endif
 
-/* Strict ISO C (-std=c11) hides glibc's POSIX clock calls; the ABI is the
- * same either way (like sched_getcpu in arch.h). */
-#if defined(__GLIBC__) && !defined(__USE_POSIX199309)
-extern int clock_gettime(__clockid_t clock_id, struct timespec *tp);
-#  define TALLY__CLOCK_MONOTONIC 1 /* CLOCK_MONOTONIC's value in glibc */
-#elif defined(CLOCK_MONOTONIC)
-#  define TALLY__CLOCK_MONOTONIC CLOCK_MONOTONIC
-#endif
-#if defined(__GLIBC__) && !defined(__USE_XOPEN2K) && defined(TALLY__CLOCK_MONOTONIC)
-extern int pthread_condattr_setclock(pthread_condattr_t *attr, __clockid_t clock_id);
-#endif
-
-/* membarrier(2), through syscall(): glibc 2.36 has no wrapper. The command
- * numbers are the kernel's ABI (linux/membarrier.h). Compiled in wherever
- * the platform has it, whatever TALLY_RSTAT_MEMBARRIER says: a flush must
- * honour a tree that another translation unit created with it. */
-#if TALLY__LINUX && defined(__NR_membarrier)
-#  define TALLY__RSTAT_MEMB 1
-#  define TALLY__MEMB_CMD_QUERY 0
-#  define TALLY__MEMB_CMD_PRIVATE_EXPEDITED (1 << 3)
-#  define TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
-/* Strict ISO C hides syscall(); compatible redeclaration (C only: C++
- * compilers define _GNU_SOURCE, and C++ would object to the exception
- * specification). */
-#  if !defined(__cplusplus) && (!defined(__GLIBC__) || !defined(__USE_MISC))
-extern long syscall(long number, ...);
-#  endif
-#else
-#  define TALLY__RSTAT_MEMB 0
-#endif
-
 /* Largest item count and stats_updates batch a tree accepts. */
 #define TALLY_RSTAT_ITEMS_MAX (1u << 16)
 #define TALLY_RSTAT_BATCH_MAX (1u << 20)
 /* Largest period: 2^62 ns (146 years), so 2 periods never overflow. */
 #define TALLY_RSTAT_PERIOD_MAX (1ull << 62)
 
-/* ThreadSanitizer does not see liburcu's grace periods: a reader releases
- * the tree's token before its read unlock, a deferred free acquires it
- * (TOOLCHAIN.md's recipe). No-ops otherwise. */
-#if TALLY__TSAN
-#  define tally__tsan_release(p) __tsan_release((void *)(p))
-#  define tally__tsan_acquire(p) __tsan_acquire((void *)(p))
+/* Every 64-bit field that is read or written atomically is 8-byte aligned,
+ * also where the ABI aligns uint64_t to 4 (i386): a misaligned one could
+ * straddle a cache line (split locks, torn 64-bit loads). */
+#define TALLY__RSTAT_A8 __attribute__((aligned(8)))
+#ifdef __cplusplus
+#  define TALLY__RSTAT_STATIC_ASSERT(c, m) static_assert(c, m)
 #else
-#  define tally__tsan_release(p) ((void)(p))
-#  define tally__tsan_acquire(p) ((void)(p))
+#  define TALLY__RSTAT_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
+
+/* Group ids come in blocks of this many; one dirty record per block and
+ * CPU slot. */
+#define TALLY__RSTAT_BLOCK_IDS 4096u
 
 struct tally_group;
 
 /*
+ * The dirty record of one block of 4096 group ids on one CPU slot: a leaf
+ * bit per group (id & 63 of leaf[(id >> 6) & 63]) and a summary bit per
+ * leaf word ((id >> 6) & 63). Set by updates, cleared by drains, all
+ * accesses sequentially consistent (see Memory ordering). Records are
+ * rounded up to TALLY_CACHELINE: no two slots share a line. Private.
+ */
+struct tally__rstat_dirty {
+	uint64_t summary;
+	uint64_t leaf[64];
+};
+
+/*
  * Per group and CPU slot, at the start of the slot's chunk; the words and
  * prev snapshots follow it (items dense, as the kernel's percpu layout).
- * Private.
+ * The updated-tree links are under the tree's flush lock. Private.
  */
 struct tally__rstat_cpu {
-	/* Lockless updated list link: points to itself when the group is off
-	 * this slot's list, else the next node (NULL ends the list). Written
-	 * by CAS (updater claims it), store before a release push, and by the
-	 * flusher when it drains the list. */
-	struct tally__rstat_cpu *lnext;
-	struct tally_group *group; /* owner; set at creation */
-	/* The slot's updated tree, under the tree's flush lock: children that
-	 * have updates, linked by upd_next and ended by the parent itself;
-	 * upd_children == the group itself when empty. upd_next == NULL: the
-	 * group is not in the updated tree (the root points to itself). */
+	/* The slot's updated tree: this group's updated children, linked by
+	 * upd_next and ended by this group itself (upd_children == the group
+	 * when none), doubly linked by upd_prev (NULL for the first child) so
+	 * a detach is O(1). upd_next == NULL: not in the updated tree; the
+	 * root links to itself. */
 	struct tally_group *upd_children;
 	struct tally_group *upd_next;
-	/* next in this slot's flush list; under the flush lock */
+	struct tally_group *upd_prev;
+	/* the next group to visit in this slot's flush list */
 	struct tally_group *flush_next;
 	/* |delta| counted on this slot since the group's last flush, tagged
-	 * with the group's count epoch: (epoch << 40) | count; a count from an
-	 * older epoch reads as 0. Relaxed load and store: a threshold
-	 * heuristic, see tally__rstat_count(). */
-	uint64_t stats_updates;
+	 * with the group's count epoch (tally/rstat/threshold.h). */
+	TALLY__RSTAT_A8 uint64_t stats_updates;
+};
+
+/* ---- struct tally_tree: one sub-struct per concern (all private) -------- */
+
+/* The flush: its lock and the state it guards. */
+struct tally__rstat_flushing {
+	pthread_mutex_t lock; /* the flush lock: flushes, create, destroy, ids */
+	unsigned long nr_groups; /* live groups, the root included */
+	unsigned long gen;       /* flushes so far */
+	/* 1 if updates of this tree rely on the flush's membarrier()
+	 * (compiler barrier only), 0 if they fence. Set at creation. */
+	int memb;
+	int memb_owed; /* a drain's membarrier() is still due */
+	struct tally_group **lists; /* per slot: the list being flushed */
+	struct tally_group **dead;  /* per slot: destroyed groups a drain met */
+	struct tally_group *taken;  /* groups whose counts this flush took */
+};
+
+/* Group ids and the dirty bitmaps; under the flush lock. Updaters reach
+ * their block through their group (tally__rstat_gdirty), never through
+ * these growable tables. */
+struct tally__rstat_ids {
+	struct tally_group **group; /* [cap] id -> live or dead group; NULL: free */
+	unsigned *free_ids;         /* [cap] released ids, a stack */
+	unsigned nr_free;
+	unsigned nr_ids; /* ids handed out so far: the next new id */
+	unsigned cap;
+	unsigned char **blocks; /* [blocks_cap] per block: a record per slot */
+	unsigned nr_blocks, blocks_cap;
+	size_t stride;     /* bytes per record */
+	unsigned nr_slots; /* CPU slots + the shared slot */
+};
+
+/* Thresholds; read-only after creation. */
+struct tally__rstat_thresholds {
+	unsigned batch;
+	uint64_t threshold; /* batch * ncpus */
+};
+
+/* The ratelimit clock. */
+struct tally__rstat_clock {
+	uint64_t (*now)(void *arg); /* NULL: CLOCK_MONOTONIC */
+	void *arg;
+	uint64_t period_ns;
+	TALLY__RSTAT_A8 uint64_t last_root_flush; /* atomic */
+};
+
+/* The optional flusher thread, under its own lock (not the flush lock). */
+struct tally__rstat_flusher {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* wakes the thread, and waiters for its stop */
+	pthread_t thread;
+	uint64_t period_ns;
+	int state;     /* TALLY__FLUSHER_IDLE, _RUNNING, _STOPPING */
+	int stop;      /* asks the thread to return */
+	int monotonic; /* cond waits on the monotonic clock */
+};
+
+/* Deferred frees. */
+struct tally__rstat_rcu {
+	const struct rcu_flavor_struct *flavor;
+	unsigned long deferred; /* call_rcu frees not yet done; atomic */
+	int tsan_token;         /* ThreadSanitizer's grace-period token */
 };
 
 struct tally_tree {
 	/* private: use the tally_tree_* calls */
 	unsigned tally__nr_items;
-	unsigned tally__batch;
-	/* Set at creation, then read-only: 1 if updates of this tree rely on
-	 * the flush's membarrier() (compiler barrier only), 0 if they fence.
-	 * See tally__rstat_drain_all(). */
-	int tally__memb;
-	uint64_t tally__threshold; /* batch * ncpus */
-	size_t tally__w_off;       /* byte offset of word[0] in a slot chunk */
-	size_t tally__prev_off;    /* byte offset of prev[0] */
-	struct tally__pcpu tally__heads; /* per slot: the lockless list head */
+	size_t tally__word_off; /* byte offset of word[0] in a slot chunk */
+	size_t tally__prev_off; /* byte offset of prev[0] */
 	struct tally_group *tally__root;
-	const struct rcu_flavor_struct *tally__flavor;
-	uint64_t (*tally__clock)(void *arg);
-	void *tally__clock_arg;
-	uint64_t tally__period_ns;
-	uint64_t tally__flush_last; /* clock at the last root flush; atomic */
-	pthread_mutex_t tally__lock; /* flushes, create, destroy */
-	unsigned long tally__nr_groups; /* under the lock */
-	unsigned long tally__flush_gen; /* flushes so far; under the lock */
-	int tally__memb_owed; /* a drain's membarrier() is still due; lock */
-	struct tally_group **tally__lists;  /* per slot: the flush list; lock */
-	struct tally_group *tally__snapped; /* groups whose counts a flush took */
-	unsigned long tally__deferred;  /* call_rcu frees not yet done; atomic */
-	int tally__rcu_token;           /* TSan grace-period token */
-	/* the optional flusher thread */
-	pthread_mutex_t tally__fl_lock;
-	pthread_cond_t tally__fl_cond;
-	pthread_t tally__fl_thread;
-	uint64_t tally__fl_period;
-	int tally__fl_running; /* under tally__fl_lock */
-	int tally__fl_stop;    /* under tally__fl_lock */
-	int tally__fl_monotonic; /* the cond var waits on the monotonic clock */
+	struct tally__rstat_thresholds tally__thr;
+	struct tally__rstat_flushing tally__flush;
+	struct tally__rstat_ids tally__ids;
+	struct tally__rstat_clock tally__clock;
+	struct tally__rstat_flusher tally__flusher;
+	struct tally__rstat_rcu tally__rcu;
+};
+
+/* ---- struct tally_group ---------------------------------------------------- */
+
+/* Where the group's dirty bits are: set at creation, then read-only. */
+struct tally__rstat_gdirty {
+	unsigned char *block; /* the block's record for slot 0 */
+	size_t stride;        /* bytes from one slot's record to the next */
+	unsigned id;
+};
+
+/* The tree shape. first_child/next_sibling are an RCU list: stores are
+ * release, walkers load acquire; the rest is under the flush lock. */
+struct tally__rstat_links {
+	struct tally_group *parent; /* NULL for the root */
+	struct tally_group *first_child;
+	struct tally_group *next_sibling;
+	struct tally_group *prev_sibling; /* for an O(1) unlink; not for walkers */
+	unsigned long nr_children; /* live children */
+	unsigned long refs; /* 1 until its deferred free, + children not freed */
+};
+
+/* The threshold count. */
+struct tally__rstat_gcount {
+	TALLY__RSTAT_A8 uint64_t count; /* the group's count; atomic */
+	TALLY__RSTAT_A8 uint64_t taken; /* what a flush took; flush lock */
+	unsigned long taken_gen;        /* which flush took it; flush lock */
+	struct tally_group *taken_next; /* in tally__rstat_flushing.taken */
+	uint32_t epoch;                 /* a flush bumps it; atomic */
 };
 
 struct tally_group {
 	/* private: use the tally_group_* calls */
 	struct tally_tree *tally__tree;
-	struct tally__pcpu tally__pcpu; /* slot chunks: tally__rstat_cpu + words */
-	struct tally_group *tally__parent; /* NULL for the root */
 	unsigned tally__nr_items;
-	int tally__dead;           /* set by destroy under the lock; atomic */
-	uint64_t tally__stats_updates; /* the group's threshold count; atomic */
-	uint32_t tally__epoch;         /* count epoch; a flush bumps it; atomic */
-	/* under the lock: the count a flush took, and which flush took it */
-	uint64_t tally__snap;
-	unsigned long tally__snap_gen;
+	int tally__dead; /* set by destroy under the flush lock; atomic */
+	struct tally__pcpu tally__pcpu; /* slot chunks: tally__rstat_cpu, words, prev */
+	struct tally__rstat_gdirty tally__dirty;
+	struct tally__rstat_gcount tally__cnt;
+	struct tally__rstat_links tally__links;
 	tally_uword *tally__state;   /* [nr_items] hierarchical; atomic stores */
 	tally_uword *tally__local;   /* [nr_items] self only; atomic stores */
-	tally_uword *tally__pending; /* [nr_items] from children; under the lock */
-	/* RCU list of children: release-published, acquire-walked. */
-	struct tally_group *tally__first_child;
-	struct tally_group *tally__next_sibling;
-	unsigned long tally__nr_children; /* under the lock */
-	/* flush scratch, under the lock */
-	struct tally_group *tally__snap_next;
-	struct tally_group *tally__stack_next;
+	tally_uword *tally__pending; /* [nr_items] from children; flush lock */
+	struct tally_group *tally__walk_next; /* depth-first walks; flush lock */
 	struct rcu_head tally__rcu;
 };
+
+/* The item arrays follow the struct in one allocation: its size must keep
+ * them aligned, and the 64-bit atomics must not straddle a line. */
+TALLY__RSTAT_STATIC_ASSERT(sizeof(struct tally_group) % 8 == 0,
+			   "tally_group: item arrays must stay 8-byte aligned");
+TALLY__RSTAT_STATIC_ASSERT(offsetof(struct tally_group, tally__cnt) % 8 == 0,
+			   "tally_group: the 64-bit count must be 8-byte aligned");
+TALLY__RSTAT_STATIC_ASSERT(offsetof(struct tally__rstat_cpu, stats_updates) % 8 == 0,
+			   "rstat: the per-slot count must be 8-byte aligned");
+TALLY__RSTAT_STATIC_ASSERT(offsetof(struct tally_tree, tally__clock) % 8 == 0 &&
+				   offsetof(struct tally__rstat_clock, last_root_flush) % 8 == 0,
+			   "tally_tree: the last flush time must be 8-byte aligned");
 
 /*
  * Options for tally_tree_create_opts(). Zero-initialise and set what you
@@ -340,518 +454,12 @@ struct tally_tree_opts {
 	uint64_t period_ns;
 };
 
-/* ---- private helpers ----------------------------------------------------- */
-
-static inline uint64_t tally__rstat_mono_ns(void)
-{
-	struct timespec ts;
-#if defined(TALLY__CLOCK_MONOTONIC)
-	if (clock_gettime(TALLY__CLOCK_MONOTONIC, &ts) == 0)
-		return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-	timespec_get(&ts, TIME_UTC);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-TALLY__INLINE uint64_t tally__rstat_now(const struct tally_tree *t)
-{
-	return t->tally__clock ? t->tally__clock(t->tally__clock_arg) : tally__rstat_mono_ns();
-}
-
-TALLY__INLINE struct tally__rstat_cpu *tally__rstat_cpu(const struct tally_group *g, unsigned s)
-{
-	return (struct tally__rstat_cpu *)tally__pcpu_at(&g->tally__pcpu, s, 0);
-}
-
-TALLY__INLINE tally_uword *tally__rstat_word(const struct tally_tree *t, struct tally__rstat_cpu *c,
-					     unsigned i)
-{
-	return (tally_uword *)((unsigned char *)c + t->tally__w_off) + i;
-}
-
-TALLY__INLINE tally_uword *tally__rstat_prev(const struct tally_tree *t, struct tally__rstat_cpu *c,
-					     unsigned i)
-{
-	return (tally_uword *)((unsigned char *)c + t->tally__prev_off) + i;
-}
-
-TALLY__INLINE struct tally__rstat_cpu **tally__rstat_head(const struct tally_tree *t, unsigned s)
-{
-	return (struct tally__rstat_cpu **)tally__pcpu_at(&t->tally__heads, s, 0);
-}
-
-/* Online CPUs (num_online_cpus()), for the flush threshold. */
-static inline unsigned tally__rstat_online_cpus(void)
-{
-#if defined(_SC_NPROCESSORS_ONLN)
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (n > 0)
-		return (unsigned)n;
-#endif
-	return tally__nr_cpu_slots();
-}
-
-/* Free a group's memory (no unlinking: see tally_group_destroy()). */
-static inline void tally__group_free(struct tally_group *g)
-{
-	tally__pcpu_free(&g->tally__pcpu);
-	free(g);
-}
-
-/* The call_rcu callback: a grace period has passed since the group was
- * unlinked, so no reader can still hold it. */
-static inline void tally__group_free_rcu(struct rcu_head *head)
-{
-	struct tally_group *g =
-		(struct tally_group *)((char *)head - offsetof(struct tally_group, tally__rcu));
-	struct tally_tree *t;
-	/* Pairs with tally__tsan_release(g) in tally_group_destroy() ... */
-	tally__tsan_acquire(g);
-	t = g->tally__tree;
-	/* ... and with every reader's release in tally_tree_read_unlock(). */
-	tally__tsan_acquire(&t->tally__rcu_token);
-	tally__group_free(g);
-	/* The last touch of t: release, pairs with the acquire wait in
-	 * tally_tree_destroy(), which may free t as soon as this is 0. */
-	__atomic_sub_fetch(&t->tally__deferred, 1ul, __ATOMIC_RELEASE);
-}
-
-/* Allocate and initialise a group (not yet linked into the tree). */
-static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
-						     struct tally_group *parent)
-{
-	size_t n = t->tally__nr_items;
-	size_t chunk = t->tally__prev_off + n * sizeof(tally_uword);
-	struct tally_group *g;
-	unsigned s;
-	/* The struct is pointer-aligned and a multiple of 8 bytes, so the item
-	 * arrays right after it are aligned for tally_uword. */
-	g = (struct tally_group *)calloc(1, sizeof(*g) + 3 * n * sizeof(tally_uword));
-	if (!g)
-		return NULL;
-	if (tally__pcpu_alloc(&g->tally__pcpu, chunk)) {
-		free(g);
-		return NULL;
-	}
-	g->tally__tree = t;
-	g->tally__parent = parent;
-	g->tally__nr_items = (unsigned)n;
-	g->tally__state = (tally_uword *)(g + 1);
-	g->tally__local = g->tally__state + n;
-	g->tally__pending = g->tally__local + n;
-	for (s = 0; s < tally__pcpu_slots(&g->tally__pcpu); s++) {
-		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
-		c->lnext = c; /* off list */
-		c->group = g;
-		c->upd_children = g; /* empty */
-		c->upd_next = NULL;  /* not in the updated tree */
-	}
-	return g;
-}
-
-/*
- * Link g and its ancestors into slot s's updated tree, stopping at the
- * first one already linked (css_rstat_updated()'s walk). Flush lock held.
- */
-static inline void tally__rstat_link(struct tally_group *g, unsigned s)
-{
-	for (;;) {
-		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s), *pc;
-		struct tally_group *p = g->tally__parent;
-		if (c->upd_next)
-			break;
-		if (!p) {
-			c->upd_next = g; /* the root is linked to itself */
-			break;
-		}
-		pc = tally__rstat_cpu(p, s);
-		c->upd_next = pc->upd_children;
-		pc->upd_children = g;
-		g = p;
-	}
-}
-
-/*
- * Move every group queued on slot s's lockless list into the slot's
- * updated tree and mark it off the list. Returns whether the list held
- * any. Flush lock held; the flusher's barrier (see tally__rstat_drain_all())
- * must come between this and any load of a word.
- */
-static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
-{
-	/* Acquire: pairs with the release push in tally__rstat_push(), so the
-	 * nodes' lnext values are visible. */
-	struct tally__rstat_cpu *c =
-		__atomic_exchange_n(tally__rstat_head(t, s), (struct tally__rstat_cpu *)NULL,
-				    __ATOMIC_ACQUIRE);
-	int any = c != NULL;
-	while (c) {
-		struct tally__rstat_cpu *next = tally__load(&c->lnext);
-		tally__store(&c->lnext, c); /* off list: a later update pushes it again */
-		tally__rstat_link(c->group, s);
-		c = next;
-	}
-	return any;
-}
-
-#if TALLY__RSTAT_MEMB
-/*
- * Decide once (per translation unit; the kernel's registration is per
- * process, idempotent, and kept across fork()) whether trees created now
- * use membarrier(): the kernel must list PRIVATE_EXPEDITED and its
- * registration in MEMBARRIER_CMD_QUERY, and the registration must
- * succeed. No: ENOSYS (an old kernel, a seccomp filter, an emulator such
- * as some valgrind versions), a failed registration. The first answer
- * stays (a CAS from "unknown"): an answer of "no" never turns into "yes"
- * for later trees, and racing first callers agree. errno is kept.
- */
-static inline int tally__rstat_memb_setup(void)
-{
-	static int state; /* 0: unknown, 1: use membarrier(), -1: fence */
-	int st = tally__load(&state), unknown = 0, e;
-	long q;
-	if (tally__likely(st))
-		return st > 0;
-	e = errno;
-	st = -1;
-	q = syscall(__NR_membarrier, TALLY__MEMB_CMD_QUERY, 0);
-	if (q >= 0 && (q & TALLY__MEMB_CMD_PRIVATE_EXPEDITED) &&
-	    (q & TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED) &&
-	    syscall(__NR_membarrier, TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
-		st = 1;
-	errno = e;
-	if (!tally__cas(&state, &unknown, st))
-		st = unknown; /* another thread answered first: its answer holds */
-	return st > 0;
-}
-
-/*
- * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): when it returns, every
- * thread of the process that was running has executed a full memory
- * barrier (an IPI to its CPU), and every other one will pass a context
- * switch (a full barrier) before it runs again. The caller's own accesses
- * are ordered around the call too. Once the process is registered (the
- * registration is kept across fork()), it can fail only for want of
- * memory (ENOMEM: newer kernels allocate a CPU mask per call): retry.
- * Anything else would break the pairing the updates rely on: abort.
- */
-static inline void tally__rstat_membarrier(void)
-{
-	int e = errno;
-	while (syscall(__NR_membarrier, TALLY__MEMB_CMD_PRIVATE_EXPEDITED, 0) != 0) {
-		if (errno != ENOMEM && errno != EAGAIN && errno != EINTR)
-			abort();
-		sched_yield();
-	}
-	errno = e;
-}
-#endif
-
-/*
- * The flusher's half of the barrier pair that orders each update's word
- * add before its on-list check (tally_group_mod()): between a drain's
- * "off list" marks (lnext = self) and the flush's loads of the words. A
- * store-buffering pattern:
- *     updater: word += d;  BARRIER_U;  if (lnext == self) push;
- *     flusher: lnext = self (drain);  BARRIER_F;  v = word;
- * Without a barrier on both sides each could miss the other's store: the
- * updater would take the group for still queued and the flush would read
- * the word without d, leaving d unflushed until the group's next update.
- * With them, either the updater sees "off list" (or a later push) and
- * queues the group again, or the flush reads d. The pairs:
- *   t->tally__memb == 1: BARRIER_U is a compiler barrier only, BARRIER_F is
- *     membarrier() (tally__rstat_membarrier()), as urcu-memb's read side.
- *     The IPI's barrier falls somewhere in the updater's program order:
- *     before its lnext load, which then sees self, or after it, hence
- *     after its word add, which the flush then reads. membarrier() costs
- *     microseconds (an IPI to every CPU running a thread of the process),
- *     so it is issued lazily: a drain pass that drained anything leaves
- *     one owed (tally__memb_owed, under the flush lock), and the first
- *     word load after that pays it (tally__rstat_read_barrier()). A flush
- *     whose second drain finds only groups outside its subtree reads no
- *     word after it and leaves the barrier to the next flush that reads
- *     one: at most one membarrier() per drain pass that found something,
- *     and none for a pass that found nothing.
- *   t->tally__memb == 0: both are full fences (tally__fence()), one after
- *     every drain pass.
- * Either way every word load comes after a barrier that follows every
- * "off list" mark made before it: a group drained by an earlier flush was
- * covered by the barrier that flush paid or left owed (the flush lock
- * orders them).
- */
-static inline void tally__rstat_drain_all(struct tally_tree *t)
-{
-	unsigned s, n = tally__pcpu_slots(&t->tally__heads);
-	int any = 0;
-	for (s = 0; s < n; s++)
-		any |= tally__rstat_drain(t, s);
-#if TALLY__RSTAT_MEMB
-	if (t->tally__memb) {
-		t->tally__memb_owed |= any;
-		return;
-	}
-#endif
-	(void)any;
-	tally__fence();
-}
-
-/* Before a flush loads a word: pay an owed membarrier(). Flush lock held. */
-TALLY__INLINE void tally__rstat_read_barrier(struct tally_tree *t)
-{
-#if TALLY__RSTAT_MEMB
-	if (tally__unlikely(t->tally__memb_owed)) {
-		tally__rstat_membarrier();
-		t->tally__memb_owed = 0;
-	}
-#else
-	(void)t;
-#endif
-}
-
-/* Per-slot threshold counts: (epoch << 40) | count. */
-#define TALLY__RSTAT_CNT_BITS 40
-#define TALLY__RSTAT_CNT_MASK ((1ull << TALLY__RSTAT_CNT_BITS) - 1)
-#define TALLY__RSTAT_EPOCH_MASK ((1u << (64 - TALLY__RSTAT_CNT_BITS)) - 1)
-
-/*
- * Take group x's threshold count: once per flush, at x's first visit, from
- * tally__rstat_detach() (parents before children), before any word of the
- * flush is read. Acquire: pairs with the release adds in
- * tally__rstat_count(), so the pushes of the updates behind the count (a
- * push comes before its count) are seen by the flush's second drain of
- * every slot. The count is subtracted only when the flush is done
- * (tally__rstat_settle()), so whoever sees it lowered sees the flushed
- * values. Parents first: an update counted in a child after the child's
- * snapshot is counted in the parent after the parent's, so no child keeps
- * a count its parent lost. Flush lock held.
- */
-static inline void tally__rstat_snap(struct tally_tree *t, struct tally_group *x)
-{
-	if (x->tally__snap_gen == t->tally__flush_gen)
-		return;
-	x->tally__snap_gen = t->tally__flush_gen;
-	x->tally__snap = __atomic_load_n(&x->tally__stats_updates, __ATOMIC_ACQUIRE);
-	x->tally__snap_next = t->tally__snapped;
-	t->tally__snapped = x;
-}
-
-/*
- * The end of a flush: subtract each visited group's snapshot from its
- * count (children before parents: the list is in reverse visiting order),
- * and restart its per-CPU counts with a new epoch: O(1) for every CPU (the
- * kernel zeroes only the CPU it flushes, leaving a child remainders its
- * parent lost). Release: pairs with the acquire in
- * tally_group_needs_flush(). Flush lock held.
- */
-static inline void tally__rstat_settle(struct tally_tree *t)
-{
-	struct tally_group *x = t->tally__snapped;
-	t->tally__snapped = NULL;
-	for (; x; x = x->tally__snap_next) {
-		tally__store(&x->tally__epoch, (x->tally__epoch + 1u) & TALLY__RSTAT_EPOCH_MASK);
-		if (x->tally__snap)
-			__atomic_sub_fetch(&x->tally__stats_updates, x->tally__snap,
-					   __ATOMIC_RELEASE);
-	}
-}
-
-/*
- * Detach g's subtree from slot s's updated tree and return it as a list
- * (the slots' flush_next) in which every group comes after all its
- * descendants; with snap, take the counts of groups visited first (see
- * tally__rstat_snap()). Flush lock held.
- */
-static inline struct tally_group *tally__rstat_detach(struct tally_tree *t, struct tally_group *g,
-						      unsigned s, int snap)
-{
-	struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
-	struct tally_group *p = g->tally__parent, *head = NULL, *stack;
-	if (!c->upd_next)
-		return NULL; /* nothing below g was updated on this slot */
-	if (p) {
-		struct tally_group **pp = &tally__rstat_cpu(p, s)->upd_children;
-		while (*pp != g)
-			pp = &tally__rstat_cpu(*pp, s)->upd_next;
-		*pp = c->upd_next;
-	}
-	c->upd_next = NULL;
-	/* Depth-first: a group is popped after its parent, and prepended to
-	 * the result, so it ends up in front of its parent. */
-	g->tally__stack_next = NULL;
-	stack = g;
-	while (stack) {
-		struct tally_group *x = stack, *ch;
-		struct tally__rstat_cpu *xc = tally__rstat_cpu(x, s);
-		stack = x->tally__stack_next;
-		if (snap)
-			tally__rstat_snap(t, x);
-		xc->flush_next = head;
-		head = x;
-		for (ch = xc->upd_children; ch != x;) {
-			struct tally__rstat_cpu *cc = tally__rstat_cpu(ch, s);
-			struct tally_group *next = cc->upd_next;
-			cc->upd_next = NULL;
-			ch->tally__stack_next = stack;
-			stack = ch;
-			ch = next;
-		}
-		xc->upd_children = x;
-	}
-	return head;
-}
-
-/* Flush group x on slot s: the arithmetic of DESIGN.md. Flush lock held. */
-static inline void tally__rstat_flush_one(struct tally_tree *t, struct tally_group *x, unsigned s)
-{
-	struct tally__rstat_cpu *c = tally__rstat_cpu(x, s);
-	struct tally_group *p = x->tally__parent;
-	unsigned i, n = x->tally__nr_items;
-	tally__rstat_read_barrier(t);
-	for (i = 0; i < n; i++) {
-		tally_uword delta = x->tally__pending[i];
-		tally_uword v = tally__load(tally__rstat_word(t, c, i));
-		tally_uword *prev = tally__rstat_prev(t, c, i);
-		x->tally__pending[i] = 0;
-		if (v != *prev) {
-			tally_uword d = v - *prev;
-			delta += d;
-			*prev = v;
-			/* Single writer (the lock); readers load relaxed. */
-			tally__store(&x->tally__local[i], x->tally__local[i] + d);
-		}
-		if (delta) {
-			tally__store(&x->tally__state[i], x->tally__state[i] + delta);
-			if (p)
-				p->tally__pending[i] += delta;
-		}
-	}
-}
-
-/*
- * Flush g's subtree on every slot. Flush lock held.
- * 1. Take g's count; drain every slot; every slot: detach, take the counts
- *    of the groups met, flush its list.
- * 2. Drain every slot again, and flush what came (updates queued since
- *    step 1, among them every one whose count step 1 took, and those
- *    queued while step 1 flushed: leaving those to the next flush lets a
- *    busy tree's flushes grow without bound, each leaving more to the
- *    next; measured with whole-tree flushes under steady updates).
- * 3. Subtract the counts taken.
- * Each drain pass is followed by the flusher's barrier before any word
- * load (see tally__rstat_drain_all()).
- */
-static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_group *g)
-{
-	unsigned s, n = tally__pcpu_slots(&t->tally__heads);
-	struct tally_group *x;
-	t->tally__flush_gen++;
-	/* g's count first, linked or not: a count can outlive the queueing
-	 * of its updates (counted after an earlier flush's snapshot, drained
-	 * by its second drain), and a flush of g must still clear it. */
-	tally__rstat_snap(t, g);
-	tally__rstat_drain_all(t);
-	for (s = 0; s < n; s++)
-		t->tally__lists[s] = tally__rstat_detach(t, g, s, 1);
-	for (s = 0; s < n; s++)
-		for (x = t->tally__lists[s]; x; x = tally__rstat_cpu(x, s)->flush_next)
-			tally__rstat_flush_one(t, x, s);
-	tally__rstat_drain_all(t);
-	for (s = 0; s < n; s++)
-		for (x = tally__rstat_detach(t, g, s, 0); x; x = tally__rstat_cpu(x, s)->flush_next)
-			tally__rstat_flush_one(t, x, s);
-	tally__rstat_settle(t);
-}
-
-/* Flush g (forced) if it is alive; record the time for the root. */
-static inline void tally__rstat_flush(struct tally_group *g)
-{
-	struct tally_tree *t = g->tally__tree;
-	pthread_mutex_lock(&t->tally__lock);
-	if (tally__load(&g->tally__dead)) {
-		pthread_mutex_unlock(&t->tally__lock);
-		errno = EINVAL;
-		return;
-	}
-	if (!g->tally__parent)
-		tally__store(&t->tally__flush_last, tally__rstat_now(t));
-	tally__rstat_flush_locked(t, g);
-	pthread_mutex_unlock(&t->tally__lock);
-}
-
-/* Claim c (slot s of its group) and push it on slot s's lockless list. */
-static inline void tally__rstat_push(struct tally_tree *t, struct tally__rstat_cpu *c, unsigned s)
-{
-	struct tally__rstat_cpu *expect = c, **head = tally__rstat_head(t, s), *old;
-	/* One winner: the CAS from "off list" (self) to "being pushed". */
-	if (!tally__cas(&c->lnext, &expect, (struct tally__rstat_cpu *)NULL))
-		return;
-	old = tally__load(head);
-	do {
-		tally__store(&c->lnext, old);
-		/* Release: pairs with the acquire exchange in tally__rstat_drain(). */
-	} while (!__atomic_compare_exchange_n(head, &old, c, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-}
-
-/*
- * Make g and all its ancestors flushable: loads only for those that are
- * already, an add of threshold + 1 for any that is not. See
- * tally__rstat_count().
- */
-static inline void tally__rstat_mark_flushable(const struct tally_tree *t, struct tally_group *g)
-{
-	for (; g; g = g->tally__parent)
-		if (tally__unlikely(tally__load(&g->tally__stats_updates) <= t->tally__threshold))
-			__atomic_add_fetch(&g->tally__stats_updates, t->tally__threshold + 1,
-					   __ATOMIC_RELEASE);
-}
-
-/*
- * Count mag toward the thresholds of g and its ancestors on slot s
- * (memcg_rstat_updated()), stopping at the first flushable one. The
- * per-slot count is a relaxed load and store, not an RMW: two threads on
- * one slot can lose a few counts, which only delays a thresholded flush
- * (the periodic flush bounds that).
- *
- * The early stop relies on "a flushable group's ancestors are flushable"
- * (the kernel's comment says so), which does not hold by itself: a
- * parent's per-CPU counts move into its atomic at other times than its
- * child's (it can lag by batch - 1 per CPU), and a flush clears the counts
- * of the groups it visits, not those of descendants it did not visit,
- * which may keep a count whose updates it already reflected. Stopping at
- * such a child for good would leave the parent below its threshold,
- * however much changes under it. So when the walk stops at a flushable
- * group, or makes one flushable, it checks every ancestor (loads of
- * read-mostly lines) and marks flushable any that is not: their subtrees
- * hold the group's updates. The marks are release adds after this
- * update's push, like the counts.
- */
-TALLY__INLINE void tally__rstat_count(const struct tally_tree *t, struct tally_group *g, unsigned s,
-				      uint64_t mag)
-{
-	for (; g; g = g->tally__parent) {
-		struct tally__rstat_cpu *c;
-		uint64_t x, v, e;
-		if (tally__load(&g->tally__stats_updates) > t->tally__threshold) {
-			tally__rstat_mark_flushable(t, g->tally__parent);
-			break;
-		}
-		c = tally__rstat_cpu(g, s);
-		e = (uint64_t)tally__load(&g->tally__epoch) << TALLY__RSTAT_CNT_BITS;
-		v = tally__load(&c->stats_updates);
-		x = ((v & ~TALLY__RSTAT_CNT_MASK) == e ? v & TALLY__RSTAT_CNT_MASK : 0) + mag;
-		if (x < t->tally__batch) {
-			tally__store(&c->stats_updates, e | x);
-			continue;
-		}
-		tally__store(&c->stats_updates, e);
-		/* Release: pairs with the acquire in tally__rstat_snap(). */
-		if (__atomic_add_fetch(&g->tally__stats_updates, x, __ATOMIC_RELEASE) >
-		    t->tally__threshold) {
-			tally__rstat_mark_flushable(t, g->tally__parent);
-			break;
-		}
-	}
-}
+#define TALLY__RSTAT_INSIDE 1
+#include <tally/rstat/updated.h>
+#include <tally/rstat/threshold.h>
+#include <tally/rstat/flusher.h>
+#include <tally/rstat/flush.h>
+#undef TALLY__RSTAT_INSIDE
 
 /* ---- trees ---------------------------------------------------------------- */
 
@@ -868,7 +476,6 @@ static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_
 {
 	struct tally_tree *t;
 	size_t hdr;
-	unsigned s;
 	if (tally__bad(!o || !o->nr_items || o->nr_items > TALLY_RSTAT_ITEMS_MAX ||
 		       o->batch > TALLY_RSTAT_BATCH_MAX || o->period_ns > TALLY_RSTAT_PERIOD_MAX)) {
 		errno = EINVAL;
@@ -878,61 +485,47 @@ static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_
 	if (!t)
 		goto nomem;
 	t->tally__nr_items = o->nr_items;
-	t->tally__batch = o->batch ? o->batch : TALLY_RSTAT_BATCH;
+	t->tally__thr.batch = o->batch ? o->batch : TALLY_RSTAT_BATCH;
+	t->tally__thr.threshold = (uint64_t)t->tally__thr.batch * tally__rstat_online_cpus();
 	/* Before any group of t exists, fixed for t's life: updaters never
 	 * meet a flush that assumes the other barrier. */
 #if TALLY__RSTAT_MEMB && TALLY_RSTAT_MEMBARRIER
-	t->tally__memb = tally__rstat_memb_setup();
+	t->tally__flush.memb = tally__rstat_memb_setup();
 #endif
-	t->tally__threshold = (uint64_t)t->tally__batch * tally__rstat_online_cpus();
 	hdr = (sizeof(struct tally__rstat_cpu) + sizeof(tally_uword) - 1) / sizeof(tally_uword) *
 	      sizeof(tally_uword);
-	t->tally__w_off = hdr;
+	t->tally__word_off = hdr;
 	t->tally__prev_off = hdr + o->nr_items * sizeof(tally_uword);
-	t->tally__flavor = o->flavor ? o->flavor : &TALLY_URCU_DEFAULT_FLAVOR;
-	t->tally__clock = o->clock;
-	t->tally__clock_arg = o->clock_arg;
-	t->tally__period_ns = o->period_ns ? o->period_ns : (uint64_t)TALLY_RSTAT_PERIOD_NS;
-	if (tally__pcpu_alloc(&t->tally__heads, sizeof(struct tally__rstat_cpu *)))
+	t->tally__rcu.flavor = o->flavor ? o->flavor : &TALLY_URCU_DEFAULT_FLAVOR;
+	t->tally__clock.now = o->clock;
+	t->tally__clock.arg = o->clock_arg;
+	t->tally__clock.period_ns = o->period_ns ? o->period_ns : (uint64_t)TALLY_RSTAT_PERIOD_NS;
+	if (tally__rstat_ids_init(&t->tally__ids))
 		goto nomem_t;
-	t->tally__lists = (struct tally_group **)calloc(tally__pcpu_slots(&t->tally__heads),
-							sizeof(struct tally_group *));
-	if (!t->tally__lists)
-		goto nomem_heads;
-	for (s = 0; s < tally__pcpu_slots(&t->tally__heads); s++)
-		*tally__rstat_head(t, s) = NULL;
+	t->tally__flush.lists = (struct tally_group **)calloc(2u * t->tally__ids.nr_slots,
+							      sizeof(struct tally_group *));
+	if (!t->tally__flush.lists)
+		goto nomem_ids;
+	t->tally__flush.dead = t->tally__flush.lists + t->tally__ids.nr_slots;
 	t->tally__root = tally__group_alloc(t, NULL);
 	if (!t->tally__root)
-		goto nomem_heads;
-	if (pthread_mutex_init(&t->tally__lock, NULL))
+		goto nomem_ids;
+	if (tally__rstat_id_alloc(t, t->tally__root))
 		goto nomem_root;
-	if (pthread_mutex_init(&t->tally__fl_lock, NULL))
+	if (pthread_mutex_init(&t->tally__flush.lock, NULL))
+		goto nomem_root;
+	if (tally__rstat_flusher_init(t))
 		goto nomem_lock;
-	{
-		pthread_condattr_t a;
-		int ok = !pthread_condattr_init(&a);
-#if defined(TALLY__CLOCK_MONOTONIC)
-		t->tally__fl_monotonic = ok && !pthread_condattr_setclock(&a, TALLY__CLOCK_MONOTONIC);
-#endif
-		if (!ok || pthread_cond_init(&t->tally__fl_cond, &a)) {
-			if (ok)
-				pthread_condattr_destroy(&a);
-			goto nomem_fl;
-		}
-		pthread_condattr_destroy(&a);
-	}
-	t->tally__nr_groups = 1;
-	t->tally__flush_last = tally__rstat_now(t);
+	t->tally__flush.nr_groups = 1;
+	t->tally__clock.last_root_flush = tally__rstat_now(t);
 	return t;
-nomem_fl:
-	pthread_mutex_destroy(&t->tally__fl_lock);
 nomem_lock:
-	pthread_mutex_destroy(&t->tally__lock);
+	pthread_mutex_destroy(&t->tally__flush.lock);
 nomem_root:
 	tally__group_free(t->tally__root);
-nomem_heads:
-	free(t->tally__lists);
-	tally__pcpu_free(&t->tally__heads);
+nomem_ids:
+	free(t->tally__flush.lists);
+	tally__rstat_ids_free(&t->tally__ids);
 nomem_t:
 	free(t);
 nomem:
@@ -965,55 +558,67 @@ TALLY__INLINE struct tally_group *tally_tree_root(struct tally_tree *t)
  * g's count exceeds it. 0 for NULL. */
 TALLY__INLINE uint64_t tally_tree_flush_threshold(const struct tally_tree *t)
 {
-	return t ? t->tally__threshold : 0;
+	return t ? t->tally__thr.threshold : 0;
 }
 
-/* tally_tree_period_ns - the periodic flush period (clock units). */
+/* tally_tree_period_ns - the periodic flush period (clock units). 0 for
+ * NULL. */
 TALLY__INLINE uint64_t tally_tree_period_ns(const struct tally_tree *t)
 {
-	return t ? t->tally__period_ns : 0;
+	return t ? t->tally__clock.period_ns : 0;
 }
 
-/* tally_tree_group_bytes - heap bytes one group of t takes: the struct,
- * 3 words per item, and a chunk per CPU slot (header + 2 words per item,
- * rounded up to TALLY_CACHELINE) for every possible CPU plus the shared
- * slot. 0 for NULL. */
+/* tally_tree_group_bytes - heap bytes one group of t takes: the struct
+ * and 3 words per item (rounded up to TALLY_CACHELINE), a chunk per CPU
+ * slot (header + 2 words per item, rounded up to TALLY_CACHELINE) for
+ * every possible CPU plus the shared slot, and its share of the dirty
+ * bitmaps (one record per slot for 4096 groups, rounded up to a byte).
+ * 0 for NULL. */
 static inline size_t tally_tree_group_bytes(const struct tally_tree *t)
 {
-	size_t chunk;
+	size_t chunk, fixed;
 	if (!t)
 		return 0;
 	chunk = t->tally__prev_off + t->tally__nr_items * sizeof(tally_uword);
 	chunk = (chunk + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
-	return sizeof(struct tally_group) + 3u * t->tally__nr_items * sizeof(tally_uword) +
-	       chunk * tally__pcpu_slots(&t->tally__heads);
+	fixed = sizeof(struct tally_group) + 3u * t->tally__nr_items * sizeof(tally_uword);
+	fixed = (fixed + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
+	return fixed + chunk * t->tally__ids.nr_slots +
+	       (t->tally__ids.stride * t->tally__ids.nr_slots + TALLY__RSTAT_BLOCK_IDS - 1) /
+		       TALLY__RSTAT_BLOCK_IDS;
 }
 
-/* tally_tree_nr_groups - live groups, the root included. Takes the lock. */
+/* tally_tree_nr_groups - live groups, the root included; 0 for NULL.
+ * Takes the flush lock. */
 static inline unsigned long tally_tree_nr_groups(struct tally_tree *t)
 {
 	unsigned long n;
 	if (!t)
 		return 0;
-	pthread_mutex_lock(&t->tally__lock);
-	n = t->tally__nr_groups;
-	pthread_mutex_unlock(&t->tally__lock);
+	pthread_mutex_lock(&t->tally__flush.lock);
+	n = t->tally__flush.nr_groups;
+	pthread_mutex_unlock(&t->tally__flush.lock);
 	return n;
 }
 
 /* tally_tree_read_lock / _unlock - the tree's RCU flavor read-side section,
  * annotated for ThreadSanitizer. The thread must be registered with the
- * flavor. Groups reached inside stay allocated until the unlock. Nests. */
+ * flavor. Groups reached inside stay allocated until the unlock. Nests.
+ * NULL: no-op. */
 static inline void tally_tree_read_lock(struct tally_tree *t)
 {
-	t->tally__flavor->read_lock();
+	if (tally__bad(!t))
+		return;
+	t->tally__rcu.flavor->read_lock();
 }
 
 static inline void tally_tree_read_unlock(struct tally_tree *t)
 {
+	if (tally__bad(!t))
+		return;
 	/* Pairs with the acquire in tally__group_free_rcu(). */
-	tally__tsan_release(&t->tally__rcu_token);
-	t->tally__flavor->read_unlock();
+	tally__tsan_release(&t->tally__rcu.tsan_token);
+	t->tally__rcu.flavor->read_unlock();
 }
 
 /* ---- groups ----------------------------------------------------------------- */
@@ -1028,7 +633,7 @@ static inline void tally_tree_read_unlock(struct tally_tree *t)
 static inline struct tally_group *tally_group_create(struct tally_group *parent)
 {
 	struct tally_tree *t;
-	struct tally_group *g;
+	struct tally_group *g, *first;
 	if (tally__bad(!parent)) {
 		errno = EINVAL;
 		return NULL;
@@ -1039,19 +644,29 @@ static inline struct tally_group *tally_group_create(struct tally_group *parent)
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_mutex_lock(&t->tally__lock);
+	pthread_mutex_lock(&t->tally__flush.lock);
 	if (tally__bad(tally__load(&parent->tally__dead))) {
-		pthread_mutex_unlock(&t->tally__lock);
+		pthread_mutex_unlock(&t->tally__flush.lock);
 		tally__group_free(g);
 		errno = EINVAL;
 		return NULL;
 	}
-	g->tally__next_sibling = parent->tally__first_child;
+	if (tally__rstat_id_alloc(t, g)) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		tally__group_free(g);
+		errno = ENOMEM;
+		return NULL;
+	}
+	first = parent->tally__links.first_child;
+	g->tally__links.next_sibling = first;
+	if (first)
+		first->tally__links.prev_sibling = g;
 	/* Release: a walker that loads g (acquire) sees it initialised. */
-	tally__store_rel(&parent->tally__first_child, g);
-	parent->tally__nr_children++;
-	t->tally__nr_groups++;
-	pthread_mutex_unlock(&t->tally__lock);
+	tally__store_rel(&parent->tally__links.first_child, g);
+	parent->tally__links.nr_children++;
+	parent->tally__links.refs++;
+	t->tally__flush.nr_groups++;
+	pthread_mutex_unlock(&t->tally__flush.lock);
 	return g;
 }
 
@@ -1059,64 +674,62 @@ static inline struct tally_group *tally_group_create(struct tally_group *parent)
  * tally_group_destroy - remove g (a group with no children) from its tree.
  * Everything g counted, flushed or not, is handed to its parent: the
  * parent's and its ancestors' hierarchical values include it after their
- * next flush, exactly. g leaves every CPU's updated list and tree, then is
- * freed by call_rcu() after a grace period.
+ * next flush, exactly (deltas of mods that race with the destroy: see
+ * "Destroyed groups" above). g leaves every updated tree at once and is
+ * freed by call_rcu() after a grace period. O(1) apart from the hand-over
+ * (a flush of g: O(slots * items)).
  * Returns 0, -EINVAL (NULL, the root, g already destroyed) or -EBUSY (g has
  * children; nothing changed). Blocking (the flush lock; no grace-period
- * wait). The caller must be registered with the tree's RCU flavor, and no
- * tally_group_mod(g) may run beside or after it.
+ * wait). The caller must be registered with the tree's RCU flavor.
  */
 static inline int tally_group_destroy(struct tally_group *g)
 {
 	struct tally_tree *t;
-	struct tally_group *p, **pp;
-	unsigned i;
-	if (tally__bad(!g || !g->tally__parent))
+	struct tally_group *p, *prev, *next;
+	if (tally__bad(!g))
 		return -EINVAL;
 	t = g->tally__tree;
-	p = g->tally__parent;
-	pthread_mutex_lock(&t->tally__lock);
+	p = g->tally__links.parent;
+	if (tally__bad(!p))
+		return -EINVAL;
+	pthread_mutex_lock(&t->tally__flush.lock);
 	if (tally__bad(tally__load(&g->tally__dead))) {
-		pthread_mutex_unlock(&t->tally__lock);
+		pthread_mutex_unlock(&t->tally__flush.lock);
 		return -EINVAL;
 	}
-	if (g->tally__nr_children) {
-		pthread_mutex_unlock(&t->tally__lock);
+	if (g->tally__links.nr_children) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
 		return -EBUSY;
 	}
-	/* Drain every slot's list and flush g: its words' deltas and its
-	 * pending move into p's pending, and g leaves every updated list and
-	 * tree (it has no children, so its subtree is g). */
+	/* Everything so far into p's pending; g leaves every updated tree. */
 	tally__rstat_flush_locked(t, g);
-	/* A leftover pending can only come from a child destroyed while g was
-	 * unlinked; hand it up too and queue p so its next flush takes it. */
-	for (i = 0; i < g->tally__nr_items; i++) {
-		if (g->tally__pending[i]) {
-			p->tally__pending[i] += g->tally__pending[i];
-			tally__store(&g->tally__state[i], g->tally__state[i] + g->tally__pending[i]);
-			g->tally__pending[i] = 0;
-			tally__rstat_link(p, 0);
-		}
-	}
+	tally__rstat_hand_over(t, g, p);
+	/* From here on drains hand g's later deltas to its nearest live
+	 * ancestor (tally__rstat_drain_all_settled()). */
 	tally__store(&g->tally__dead, 1);
-	/* RCU unlink: walkers already at g keep going from its next sibling. */
-	for (pp = &p->tally__first_child; *pp != g; pp = &(*pp)->tally__next_sibling)
-		;
-	tally__store_rel(pp, g->tally__next_sibling);
-	p->tally__nr_children--;
-	t->tally__nr_groups--;
-	tally__add(&t->tally__deferred, 1ul);
-	pthread_mutex_unlock(&t->tally__lock);
+	/* RCU unlink, O(1): walkers already at g go on from its next. */
+	prev = g->tally__links.prev_sibling;
+	next = g->tally__links.next_sibling;
+	if (prev)
+		tally__store_rel(&prev->tally__links.next_sibling, next);
+	else
+		tally__store_rel(&p->tally__links.first_child, next);
+	if (next)
+		next->tally__links.prev_sibling = prev;
+	p->tally__links.nr_children--;
+	t->tally__flush.nr_groups--;
+	tally__add(&t->tally__rcu.deferred, 1ul);
+	pthread_mutex_unlock(&t->tally__flush.lock);
 	/* Pairs with tally__tsan_acquire(g) in tally__group_free_rcu(). */
 	tally__tsan_release(g);
-	t->tally__flavor->update_call_rcu(&g->tally__rcu, tally__group_free_rcu);
+	t->tally__rcu.flavor->update_call_rcu(&g->tally__rcu, tally__group_free_rcu);
 	return 0;
 }
 
 /* tally_group_parent - g's parent, NULL for the root (or NULL g). */
 TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g)
 {
-	return g ? g->tally__parent : NULL;
+	return g ? g->tally__links.parent : NULL;
 }
 
 /* tally_group_tree - the tree g belongs to (NULL for NULL). */
@@ -1143,8 +756,8 @@ static inline int tally_group_for_each_child(struct tally_group *g,
 		return -EINVAL;
 	tally_tree_read_lock(g->tally__tree);
 	/* Acquire: pairs with the release publish in tally_group_create(). */
-	for (c = tally__load_acq(&g->tally__first_child); c;
-	     c = tally__load_acq(&c->tally__next_sibling)) {
+	for (c = tally__load_acq(&g->tally__links.first_child); c;
+	     c = tally__load_acq(&c->tally__links.next_sibling)) {
 		if (tally__load(&c->tally__dead))
 			continue;
 		r = fn(c, arg);
@@ -1158,15 +771,15 @@ static inline int tally_group_for_each_child(struct tally_group *g,
 /*
  * tally_group_mod - add delta to item of g on this CPU.
  * Returns 0, or -EINVAL (NULL g, item out of range, g destroyed; nothing
- * changes). Any thread, beside every call but destroy of g and
- * tally_tree_destroy. No lock, no system call: wait-free apart from the
- * lock-free push of g on this CPU's updated list (once per flush and CPU).
- * Ordering: a flush that starts after the call returns reflects delta.
+ * changes). Any thread, beside every call but tally_tree_destroy (beside
+ * destroy of g only inside a read-side section). No lock, no system call,
+ * no retry loop: wait-free.
+ * Ordering: a flush that starts after the call returns and covers g
+ * reflects delta (see Memory ordering).
  */
 static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
 {
 	struct tally_tree *t;
-	struct tally__rstat_cpu *c;
 	uint64_t mag;
 	unsigned s;
 	if (tally__bad(!g || item >= g->tally__nr_items || tally__load(&g->tally__dead)))
@@ -1174,30 +787,17 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	if (!delta)
 		return 0;
 	t = g->tally__tree;
-	tally__pcpu_add(&g->tally__pcpu, t->tally__w_off + item * sizeof(tally_uword),
+	tally__pcpu_add(&g->tally__pcpu, t->tally__word_off + item * sizeof(tally_uword),
 			(tally_uword)delta, &s);
-	c = tally__rstat_cpu(g, s);
-	/* The word add before the lnext load: pairs with the barrier after the
-	 * flush's drain pass (tally__rstat_drain_all(), which explains the
-	 * store buffering). Trees that use membarrier() need only a compiler
-	 * barrier here (the flush's membarrier() orders this CPU); others, and
-	 * builds with TALLY_RSTAT_MEMBARRIER 0, a full fence. */
-#if TALLY__RSTAT_MEMB && TALLY_RSTAT_MEMBARRIER
-	if (tally__likely(t->tally__memb))
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	else
-		tally__fence();
-#else
-	tally__fence();
-#endif
-	if (tally__load(&c->lnext) == c)
-		tally__rstat_push(t, c, s);
+	/* BARRIER_U: the word add before the dirty-bit loads. */
+	tally__rstat_barrier_update(t);
+	tally__rstat_mark_dirty(g, s);
 	/* |delta| without overflow; capped at threshold + 1, which already
 	 * makes any group flushable (and at 2^38, so a slot's count, below
 	 * batch + cap, fits its 40 bits). */
 	mag = delta < 0 ? (uint64_t)0 - (uint64_t)(int64_t)delta : (uint64_t)delta;
-	if (mag > t->tally__threshold + 1)
-		mag = t->tally__threshold + 1;
+	if (mag > t->tally__thr.threshold + 1)
+		mag = t->tally__thr.threshold + 1;
 	if (mag > (1ull << 38))
 		mag = 1ull << 38;
 	tally__rstat_count(t, g, s, mag);
@@ -1205,15 +805,12 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 }
 
 /* tally_group_needs_flush - g's threshold count exceeds batch * ncpus.
- * false for NULL. Wait-free. */
+ * false for NULL or a destroyed g. Wait-free. */
 TALLY__INLINE bool tally_group_needs_flush(const struct tally_group *g)
 {
-	if (tally__bad(!g))
+	if (tally__bad(!g) || tally__load(&g->tally__dead))
 		return false;
-	/* Acquire: pairs with the release in tally__rstat_settle(): a count
-	 * lowered by a flush comes with that flush's values. */
-	return __atomic_load_n(&g->tally__stats_updates, __ATOMIC_ACQUIRE) >
-	       g->tally__tree->tally__threshold;
+	return tally__rstat_count_over(g);
 }
 
 /*
@@ -1224,6 +821,10 @@ TALLY__INLINE bool tally_group_needs_flush(const struct tally_group *g)
 static inline void tally_group_flush(struct tally_group *g)
 {
 	if (tally__bad(!g)) {
+		errno = EINVAL;
+		return;
+	}
+	if (tally__load(&g->tally__dead)) {
 		errno = EINVAL;
 		return;
 	}
@@ -1250,15 +851,11 @@ static inline void tally_group_flush_force(struct tally_group *g)
  */
 static inline void tally_group_flush_ratelimited(struct tally_group *g)
 {
-	struct tally_tree *t;
-	uint64_t last;
 	if (tally__bad(!g)) {
 		errno = EINVAL;
 		return;
 	}
-	t = g->tally__tree;
-	last = tally__load(&t->tally__flush_last);
-	if ((int64_t)(last + 2 * t->tally__period_ns - tally__rstat_now(t)) < 0)
+	if (tally__rstat_ratelimit_passed(g->tally__tree))
 		tally_group_flush(g);
 }
 
@@ -1314,87 +911,29 @@ TALLY__INLINE tally_sword tally_group_read_local(const struct tally_group *g, un
 
 /* ---- the periodic flusher thread ---------------------------------------- */
 
-static inline void tally__rstat_deadline(const struct tally_tree *t, struct timespec *ts,
-					 uint64_t ns)
-{
-#if defined(TALLY__CLOCK_MONOTONIC)
-	if (t->tally__fl_monotonic)
-		clock_gettime(TALLY__CLOCK_MONOTONIC, ts);
-	else
-#endif
-		timespec_get(ts, TIME_UTC);
-	ns += (uint64_t)ts->tv_nsec;
-	ts->tv_sec += (time_t)(ns / 1000000000ull);
-	ts->tv_nsec = (long)(ns % 1000000000ull);
-}
-
-static inline void *tally__rstat_flusher_main(void *arg)
-{
-	struct tally_tree *t = (struct tally_tree *)arg;
-	pthread_mutex_lock(&t->tally__fl_lock);
-	while (!t->tally__fl_stop) {
-		struct timespec ts;
-		int r = 0;
-		tally__rstat_deadline(t, &ts, t->tally__fl_period);
-		while (!t->tally__fl_stop && r != ETIMEDOUT)
-			r = pthread_cond_timedwait(&t->tally__fl_cond, &t->tally__fl_lock, &ts);
-		if (t->tally__fl_stop)
-			break;
-		pthread_mutex_unlock(&t->tally__fl_lock);
-		tally_tree_flush_periodic(t);
-		pthread_mutex_lock(&t->tally__fl_lock);
-	}
-	pthread_mutex_unlock(&t->tally__fl_lock);
-	return NULL;
-}
-
 /*
  * tally_tree_start_flusher - start a thread that runs
  * tally_tree_flush_periodic(t) every period_ns of real time (0: the tree's
  * period). Returns 0, -EINVAL (NULL t, period > TALLY_RSTAT_PERIOD_MAX),
- * -EBUSY (already running) or the pthread_create() error, negated.
- * The thread needs no RCU registration. Blocking.
+ * -EBUSY (one is running or being stopped) or the pthread_create() error,
+ * negated. The thread needs no RCU registration. Blocking.
  */
 static inline int tally_tree_start_flusher(struct tally_tree *t, uint64_t period_ns)
 {
-	int r;
 	if (tally__bad(!t || period_ns > TALLY_RSTAT_PERIOD_MAX))
 		return -EINVAL;
-	pthread_mutex_lock(&t->tally__fl_lock);
-	if (t->tally__fl_running) {
-		pthread_mutex_unlock(&t->tally__fl_lock);
-		return -EBUSY;
-	}
-	t->tally__fl_period = period_ns ? period_ns : t->tally__period_ns;
-	t->tally__fl_stop = 0;
-	r = pthread_create(&t->tally__fl_thread, NULL, tally__rstat_flusher_main, t);
-	if (!r)
-		t->tally__fl_running = 1;
-	pthread_mutex_unlock(&t->tally__fl_lock);
-	return -r;
+	return tally__rstat_flusher_start(t, period_ns ? period_ns : t->tally__clock.period_ns);
 }
 
 /* tally_tree_stop_flusher - stop the flusher thread and wait for it (a
- * flush in progress completes). No-op if none runs or t is NULL. Not from
- * the flusher thread itself. Blocking. */
+ * flush in progress completes). Any number of threads may call it at once:
+ * each returns once the thread has been joined. No-op if none runs or t is
+ * NULL. Not from the flusher thread itself. Blocking. */
 static inline void tally_tree_stop_flusher(struct tally_tree *t)
 {
-	pthread_t th;
 	if (!t)
 		return;
-	pthread_mutex_lock(&t->tally__fl_lock);
-	if (!t->tally__fl_running) {
-		pthread_mutex_unlock(&t->tally__fl_lock);
-		return;
-	}
-	t->tally__fl_stop = 1;
-	th = t->tally__fl_thread;
-	pthread_cond_broadcast(&t->tally__fl_cond);
-	pthread_mutex_unlock(&t->tally__fl_lock);
-	pthread_join(th, NULL);
-	pthread_mutex_lock(&t->tally__fl_lock);
-	t->tally__fl_running = 0;
-	pthread_mutex_unlock(&t->tally__fl_lock);
+	tally__rstat_flusher_stop(t);
 }
 
 /*
@@ -1406,46 +945,27 @@ static inline void tally_tree_stop_flusher(struct tally_tree *t)
  */
 static inline void tally_tree_destroy(struct tally_tree *t)
 {
-	struct tally_group *stack, *all = NULL;
+	struct tally_group *stack;
 	if (!t)
 		return;
 	tally_tree_stop_flusher(t);
-	/* Wait for the deferred frees of destroyed groups (they touch t). Not
-	 * rcu_barrier(): liburcu's own barrier bookkeeping is invisible to
-	 * ThreadSanitizer, this count is not. A timed wait on the flusher's
-	 * (idle) condition variable is the sleep. */
-	if (tally__load_acq(&t->tally__deferred)) {
-		pthread_mutex_lock(&t->tally__fl_lock);
-		while (tally__load_acq(&t->tally__deferred)) {
-			struct timespec ts;
-			tally__rstat_deadline(t, &ts, 200000);
-			pthread_cond_timedwait(&t->tally__fl_cond, &t->tally__fl_lock, &ts);
-		}
-		pthread_mutex_unlock(&t->tally__fl_lock);
-	}
-	/* Collect every live group, depth-first, then free them. */
+	tally__rstat_flusher_wait_deferred(t);
+	/* Every live group, depth-first: push x's children, then free x. */
 	stack = t->tally__root;
-	stack->tally__stack_next = NULL;
+	stack->tally__walk_next = NULL;
 	while (stack) {
 		struct tally_group *x = stack, *c;
-		stack = x->tally__stack_next;
-		x->tally__snap_next = all;
-		all = x;
-		for (c = x->tally__first_child; c; c = c->tally__next_sibling) {
-			c->tally__stack_next = stack;
+		stack = x->tally__walk_next;
+		for (c = x->tally__links.first_child; c; c = c->tally__links.next_sibling) {
+			c->tally__walk_next = stack;
 			stack = c;
 		}
+		tally__group_free(x);
 	}
-	while (all) {
-		struct tally_group *next = all->tally__snap_next;
-		tally__group_free(all);
-		all = next;
-	}
-	pthread_cond_destroy(&t->tally__fl_cond);
-	pthread_mutex_destroy(&t->tally__fl_lock);
-	pthread_mutex_destroy(&t->tally__lock);
-	free(t->tally__lists);
-	tally__pcpu_free(&t->tally__heads);
+	tally__rstat_flusher_fini(t);
+	pthread_mutex_destroy(&t->tally__flush.lock);
+	free(t->tally__flush.lists);
+	tally__rstat_ids_free(&t->tally__ids);
 	free(t);
 }
 

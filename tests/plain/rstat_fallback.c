@@ -140,7 +140,7 @@ int main(void)
 	CHECK(t != NULL, "tree");
 	if (!t)
 		return harness_exit("rstat_fallback");
-	CHECK_EQ(t->tally__memb, 0);
+	CHECK_EQ(t->tally__flush.memb, 0);
 	root = tally_tree_root(t);
 	mid = tally_group_create(root);
 	leaf[0] = tally_group_create(mid);
@@ -167,7 +167,7 @@ int main(void)
 
 	/* The answer holds for later trees. */
 	t2 = tally_tree_create(1);
-	CHECK(t2 != NULL && t2->tally__memb == 0, "second tree");
+	CHECK(t2 != NULL && t2->tally__flush.memb == 0, "second tree");
 	tally_tree_destroy(t2);
 	tally_tree_destroy(t);
 	return harness_exit("rstat_fallback");

@@ -281,8 +281,8 @@ static void sb_phase(double secs)
 	CHECK(t != NULL, "sb tree");
 	if (!t)
 		return;
-	CHECK(t->tally__memb == want_membarrier(), "tree uses %s",
-	      t->tally__memb ? "membarrier" : "fences");
+	CHECK(t->tally__flush.memb == want_membarrier(), "tree uses %s",
+	      t->tally__flush.memb ? "membarrier" : "fences");
 	big = (tally_sword)tally_tree_flush_threshold(t) + 1;
 	sb_root = tally_tree_root(t);
 	sb_parent = tally_group_create(sb_root);
@@ -329,7 +329,7 @@ static void sb_phase(double secs)
 	CHECK(missed_thr == 0, "%llu thresholded flushes missed an update past the threshold",
 	      missed_thr);
 	printf("stress_rstat: updater/flusher races (%s): %llu rounds, %llu + %llu missed\n",
-	       t->tally__memb ? "membarrier" : "full fences", rounds, missed_sb, missed_thr);
+	       t->tally__flush.memb ? "membarrier" : "full fences", rounds, missed_sb, missed_thr);
 	tally_tree_destroy(t);
 }
 

@@ -1,0 +1,165 @@
+/*
+ * tally/rstat/threshold.h - the per-group flush thresholds of
+ * tally/rstat.h (private; include <tally/rstat.h>): the kernel's
+ * memcg_rstat_updated() and memcg_vmstats_needs_flush() in mm/memcontrol.c,
+ * after "mm: memcg: make stats flushing threshold per-memcg" (Yosry
+ * Ahmed, 2023).
+ *
+ * Per group and CPU slot a stats_updates count. An update walks the group
+ * and its ancestors, stops at the first that already needs a flush, else
+ * adds |delta| to that group's count for this slot and, once the count
+ * reaches the batch (64, MEMCG_CHARGE_BATCH), moves it into the group's
+ * atomic count. The walk also keeps "a flushable group's ancestors are
+ * flushable", which the early stop relies on and per-CPU batching alone
+ * does not keep (see tally__rstat_count()).
+ * needs_flush(g) = count > batch * ncpus (ncpus: online CPUs when the tree
+ * was created). A flush zeroes both counts of every group it visits: the
+ * per-slot ones on every slot (a new count epoch), and the atomic by
+ * subtracting what it held when the flush began (tally__rstat_count_take()),
+ * once the flush is done (tally__rstat_count_settle()). So whoever finds a
+ * count lowered finds the flushed values published, and a count the flush
+ * takes belongs to updates it reflects (the kernel zeroes during the
+ * flush, and can zero the count of an update it missed or has not
+ * published yet). Hence: if an update by this thread finds g below its
+ * threshold and takes it past (it is counted in g, or marks g flushable),
+ * tally_group_flush(g) afterwards returns with that update and every
+ * earlier one of this thread reflected, whether it flushed or another
+ * flush got there first. (An update that finds g already flushable is
+ * not counted in g; only a forced flush is sure to show it.)
+ */
+#ifndef TALLY_RSTAT_THRESHOLD_H
+#define TALLY_RSTAT_THRESHOLD_H
+
+#if !defined(TALLY__RSTAT_INSIDE)
+#  error "tally/rstat/threshold.h is private: include <tally/rstat.h>"
+#endif
+
+/* Per-slot counts: (epoch << 40) | count. */
+#define TALLY__RSTAT_CNT_BITS 40
+#define TALLY__RSTAT_CNT_MASK ((1ull << TALLY__RSTAT_CNT_BITS) - 1)
+#define TALLY__RSTAT_EPOCH_MASK ((1u << (64 - TALLY__RSTAT_CNT_BITS)) - 1)
+
+/* Online CPUs (num_online_cpus()), for the flush threshold. */
+static inline unsigned tally__rstat_online_cpus(void)
+{
+#if defined(_SC_NPROCESSORS_ONLN)
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n > 0)
+		return (unsigned)n;
+#endif
+	return tally__nr_cpu_slots();
+}
+
+/* needs_flush: g's count is past the tree's threshold. Acquire: pairs with
+ * the release in tally__rstat_count_settle(): a count lowered by a flush
+ * comes with that flush's values. */
+TALLY__INLINE bool tally__rstat_count_over(const struct tally_group *g)
+{
+	return __atomic_load_n(&g->tally__cnt.count, __ATOMIC_ACQUIRE) >
+	       g->tally__tree->tally__thr.threshold;
+}
+
+/*
+ * Take group x's count: once per flush, before any word of the flush is
+ * read, parents before children (the flush walk calls it on its
+ * parents-first lists). Acquire: pairs with the release adds in
+ * tally__rstat_count(), so the dirty bits of the updates behind the count
+ * (set before their count) are seen by the flush's second drain. The count
+ * is subtracted only when the flush is done, so whoever sees it lowered
+ * sees the flushed values. Parents first: an update counted in a child
+ * after the child's take is counted in the parent after the parent's, so
+ * no child keeps a count its parent lost. Flush lock held.
+ */
+static inline void tally__rstat_count_take(struct tally_tree *t, struct tally_group *x)
+{
+	struct tally__rstat_gcount *c = &x->tally__cnt;
+	if (c->taken_gen == t->tally__flush.gen)
+		return;
+	c->taken_gen = t->tally__flush.gen;
+	c->taken = __atomic_load_n(&c->count, __ATOMIC_ACQUIRE);
+	c->taken_next = t->tally__flush.taken;
+	t->tally__flush.taken = x;
+}
+
+/*
+ * The end of a flush: subtract each group's taken count from its count
+ * (children before parents: the list is in reverse order of taking), and
+ * restart its per-slot counts with a new epoch: O(1) for every slot (the
+ * kernel zeroes only the CPU it flushes, leaving a child remainders its
+ * parent lost). Release: pairs with the acquire in tally__rstat_count_over().
+ * Flush lock held.
+ */
+static inline void tally__rstat_count_settle(struct tally_tree *t)
+{
+	struct tally_group *x = t->tally__flush.taken;
+	t->tally__flush.taken = NULL;
+	for (; x; x = x->tally__cnt.taken_next) {
+		struct tally__rstat_gcount *c = &x->tally__cnt;
+		tally__store(&c->epoch, (c->epoch + 1u) & TALLY__RSTAT_EPOCH_MASK);
+		if (c->taken)
+			__atomic_sub_fetch(&c->count, c->taken, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * Make g and all its ancestors flushable: loads only for those that are
+ * already, an add of threshold + 1 for any that is not. See
+ * tally__rstat_count().
+ */
+static inline void tally__rstat_mark_flushable(const struct tally_tree *t, struct tally_group *g)
+{
+	for (; g; g = g->tally__links.parent)
+		if (tally__unlikely(tally__load(&g->tally__cnt.count) <= t->tally__thr.threshold))
+			__atomic_add_fetch(&g->tally__cnt.count, t->tally__thr.threshold + 1,
+					   __ATOMIC_RELEASE);
+}
+
+/*
+ * Count mag toward the thresholds of g and its ancestors on slot s
+ * (memcg_rstat_updated()), stopping at the first flushable one. The
+ * per-slot count is a relaxed load and store, not an RMW: two threads on
+ * one slot can lose a few counts, which only delays a thresholded flush
+ * (the periodic flush bounds that).
+ *
+ * The early stop relies on "a flushable group's ancestors are flushable"
+ * (the kernel's comment says so), which does not hold by itself: a
+ * parent's per-slot counts move into its atomic at other times than its
+ * child's (it can lag by batch - 1 per slot), and a flush clears the
+ * counts of the groups it visits, not those of descendants it did not
+ * visit, which may keep a count whose updates it already reflected.
+ * Stopping at such a child for good would leave the parent below its
+ * threshold, however much changes under it. So when the walk stops at a
+ * flushable group, or makes one flushable, it checks every ancestor (loads
+ * of read-mostly lines) and marks flushable any that is not: their
+ * subtrees hold the group's updates. The marks are release adds after this
+ * update's dirty bits, like the counts.
+ */
+TALLY__INLINE void tally__rstat_count(const struct tally_tree *t, struct tally_group *g, unsigned s,
+				      uint64_t mag)
+{
+	for (; g; g = g->tally__links.parent) {
+		struct tally__rstat_cpu *c;
+		uint64_t x, v, e;
+		if (tally__load(&g->tally__cnt.count) > t->tally__thr.threshold) {
+			tally__rstat_mark_flushable(t, g->tally__links.parent);
+			break;
+		}
+		c = tally__rstat_cpu(g, s);
+		e = (uint64_t)tally__load(&g->tally__cnt.epoch) << TALLY__RSTAT_CNT_BITS;
+		v = tally__load(&c->stats_updates);
+		x = ((v & ~TALLY__RSTAT_CNT_MASK) == e ? v & TALLY__RSTAT_CNT_MASK : 0) + mag;
+		if (x < t->tally__thr.batch) {
+			tally__store(&c->stats_updates, e | x);
+			continue;
+		}
+		tally__store(&c->stats_updates, e);
+		/* Release: pairs with the acquire in tally__rstat_count_take(). */
+		if (__atomic_add_fetch(&g->tally__cnt.count, x, __ATOMIC_RELEASE) >
+		    t->tally__thr.threshold) {
+			tally__rstat_mark_flushable(t, g->tally__links.parent);
+			break;
+		}
+	}
+}
+
+#endif /* TALLY_RSTAT_THRESHOLD_H */

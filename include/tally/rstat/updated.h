@@ -1,0 +1,463 @@
+/*
+ * tally/rstat/updated.h - the updated set of tally/rstat.h (private; include
+ * <tally/rstat.h>): which groups have updates a flush has not consumed.
+ * The kernel keeps this in css_rstat_updated() and the per-CPU updated
+ * trees of kernel/cgroup/rstat.c.
+ *
+ *   group ids        dense, allocated and released under the flush lock,
+ *                    4096 to a block; a growable id -> group table used
+ *                    only by flushes
+ *   dirty bitmaps    per block and CPU slot, a summary word and 64 leaf
+ *                    words (struct tally__rstat_dirty): set by updates
+ *                    (tally__rstat_mark_dirty()), cleared by drains
+ *                    (tally__rstat_drain())
+ *   updated trees    per slot, under the flush lock: the dirty groups and
+ *                    their ancestors, each under its parent, doubly linked
+ *                    (tally__rstat_link(), _unlink(), _detach())
+ *   the barrier pair BARRIER_U in updates (tally__rstat_barrier_update())
+ *                    and BARRIER_F in flushes (tally__rstat_barrier_drained()
+ *                    after a drain pass, tally__rstat_barrier_flush() before
+ *                    a word load): full fences, or a compiler barrier and
+ *                    membarrier(). Why they suffice: rstat.h, Memory
+ *                    ordering.
+ */
+#ifndef TALLY_RSTAT_UPDATED_H
+#define TALLY_RSTAT_UPDATED_H
+
+#if !defined(TALLY__RSTAT_INSIDE)
+#  error "tally/rstat/updated.h is private: include <tally/rstat.h>"
+#endif
+
+/* membarrier(2), through syscall(): glibc 2.36 has no wrapper. The command
+ * numbers are the kernel's ABI (linux/membarrier.h). Compiled in wherever
+ * the platform has it, whatever TALLY_RSTAT_MEMBARRIER says: a flush must
+ * honour a tree that another translation unit created with it. */
+#if TALLY__LINUX && defined(__NR_membarrier)
+#  define TALLY__RSTAT_MEMB 1
+#  define TALLY__MEMB_CMD_QUERY 0
+#  define TALLY__MEMB_CMD_PRIVATE_EXPEDITED (1 << 3)
+#  define TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+/* Strict ISO C hides syscall(); compatible redeclaration (C only: C++
+ * compilers define _GNU_SOURCE, and C++ would object to the exception
+ * specification). */
+#  if !defined(__cplusplus) && (!defined(__GLIBC__) || !defined(__USE_MISC))
+extern long syscall(long number, ...);
+#  endif
+#else
+#  define TALLY__RSTAT_MEMB 0
+#endif
+
+/* ThreadSanitizer does not see liburcu's grace periods: a reader releases
+ * the tree's token before its read unlock, a deferred free acquires it.
+ * No-ops otherwise. */
+#if TALLY__TSAN
+#  define tally__tsan_release(p) __tsan_release((void *)(p))
+#  define tally__tsan_acquire(p) __tsan_acquire((void *)(p))
+#else
+#  define tally__tsan_release(p) ((void)(p))
+#  define tally__tsan_acquire(p) ((void)(p))
+#endif
+
+TALLY__INLINE struct tally__rstat_cpu *tally__rstat_cpu(const struct tally_group *g, unsigned s)
+{
+	return (struct tally__rstat_cpu *)tally__pcpu_at(&g->tally__pcpu, s, 0);
+}
+
+TALLY__INLINE tally_uword *tally__rstat_word(const struct tally_tree *t, struct tally__rstat_cpu *c,
+					     unsigned i)
+{
+	return (tally_uword *)((unsigned char *)c + t->tally__word_off) + i;
+}
+
+TALLY__INLINE tally_uword *tally__rstat_prev(const struct tally_tree *t, struct tally__rstat_cpu *c,
+					     unsigned i)
+{
+	return (tally_uword *)((unsigned char *)c + t->tally__prev_off) + i;
+}
+
+/* ---- group ids and dirty blocks (flush lock) ------------------------------- */
+
+static inline int tally__rstat_ids_init(struct tally__rstat_ids *ids)
+{
+	size_t rec = sizeof(struct tally__rstat_dirty);
+	memset(ids, 0, sizeof(*ids));
+	ids->nr_slots = tally__nr_cpu_slots() + 1u;
+	ids->stride = (rec + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
+	return 0;
+}
+
+static inline void tally__rstat_ids_free(struct tally__rstat_ids *ids)
+{
+	unsigned b;
+	for (b = 0; b < ids->nr_blocks; b++)
+		free(ids->blocks[b]);
+	free(ids->blocks);
+	free(ids->group);
+	free(ids->free_ids);
+	memset(ids, 0, sizeof(*ids));
+}
+
+/* Make room for one more new id (a new block included). 0 or -ENOMEM. */
+static inline int tally__rstat_ids_grow(struct tally__rstat_ids *ids)
+{
+	if (ids->nr_ids == ids->cap) {
+		unsigned cap = ids->cap ? ids->cap * 2u : 64u;
+		struct tally_group **g;
+		unsigned *f;
+		if (ids->cap >= (1u << 30))
+			return -ENOMEM;
+		g = (struct tally_group **)realloc(ids->group, cap * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		ids->group = g;
+		f = (unsigned *)realloc(ids->free_ids, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		ids->free_ids = f;
+		ids->cap = cap;
+	}
+	if (ids->nr_ids == ids->nr_blocks * TALLY__RSTAT_BLOCK_IDS) {
+		size_t bytes = ids->stride * ids->nr_slots;
+		unsigned char *blk;
+		if (ids->nr_blocks == ids->blocks_cap) {
+			unsigned cap = ids->blocks_cap ? ids->blocks_cap * 2u : 4u;
+			unsigned char **b =
+				(unsigned char **)realloc(ids->blocks, cap * sizeof(*b));
+			if (!b)
+				return -ENOMEM;
+			ids->blocks = b;
+			ids->blocks_cap = cap;
+		}
+		/* C11 aligned_alloc: the size is a multiple of the alignment. */
+		blk = (unsigned char *)aligned_alloc(TALLY_CACHELINE, bytes);
+		if (!blk)
+			return -ENOMEM;
+		memset(blk, 0, bytes);
+		ids->blocks[ids->nr_blocks++] = blk;
+	}
+	return 0;
+}
+
+/* Give g an id (a released one first) and its block. 0 or -ENOMEM. */
+static inline int tally__rstat_id_alloc(struct tally_tree *t, struct tally_group *g)
+{
+	struct tally__rstat_ids *ids = &t->tally__ids;
+	unsigned id;
+	if (ids->nr_free) {
+		id = ids->free_ids[--ids->nr_free];
+	} else {
+		if (tally__rstat_ids_grow(ids))
+			return -ENOMEM;
+		id = ids->nr_ids++;
+	}
+	ids->group[id] = g;
+	g->tally__dirty.id = id;
+	g->tally__dirty.block = ids->blocks[id / TALLY__RSTAT_BLOCK_IDS];
+	g->tally__dirty.stride = ids->stride;
+	return 0;
+}
+
+/* Release g's id: at its final free, a grace period after its destroy, so
+ * no update can set its bits any more. Bits it left set are harmless: a
+ * drain skips a free id, and links a new owner of the id once, for
+ * nothing. */
+static inline void tally__rstat_id_release(struct tally_tree *t, const struct tally_group *g)
+{
+	struct tally__rstat_ids *ids = &t->tally__ids;
+	ids->group[g->tally__dirty.id] = NULL;
+	ids->free_ids[ids->nr_free++] = g->tally__dirty.id;
+}
+
+TALLY__INLINE struct tally__rstat_dirty *tally__rstat_dirty_at(unsigned char *block, size_t stride,
+							      unsigned s)
+{
+	return (struct tally__rstat_dirty *)(block + (size_t)s * stride);
+}
+
+/* ---- the barrier pair ------------------------------------------------------ */
+
+#if TALLY__RSTAT_MEMB
+/*
+ * Decide once (per translation unit; the kernel's registration is per
+ * process, idempotent, and kept across fork()) whether trees created now
+ * use membarrier(): the kernel must list PRIVATE_EXPEDITED and its
+ * registration in MEMBARRIER_CMD_QUERY, and the registration must
+ * succeed. No: ENOSYS (an old kernel, a seccomp filter, an emulator such
+ * as some valgrind versions), a failed registration. The first answer
+ * stays (a CAS from "unknown"): an answer of "no" never turns into "yes"
+ * for later trees, and racing first callers agree. errno is kept.
+ */
+static inline int tally__rstat_memb_setup(void)
+{
+	static int state; /* 0: unknown, 1: use membarrier(), -1: fence */
+	int st = tally__load(&state), unknown = 0, e;
+	long q;
+	if (tally__likely(st))
+		return st > 0;
+	e = errno;
+	st = -1;
+	q = syscall(__NR_membarrier, TALLY__MEMB_CMD_QUERY, 0);
+	if (q >= 0 && (q & TALLY__MEMB_CMD_PRIVATE_EXPEDITED) &&
+	    (q & TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED) &&
+	    syscall(__NR_membarrier, TALLY__MEMB_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
+		st = 1;
+	errno = e;
+	if (!tally__cas(&state, &unknown, st))
+		st = unknown; /* another thread answered first: its answer holds */
+	return st > 0;
+}
+
+/*
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): when it returns, every
+ * thread of the process that was running has executed a full memory
+ * barrier (an IPI to its CPU), and every other one will pass a context
+ * switch (a full barrier) before it runs again. The caller's own accesses
+ * are ordered around the call too. Once the process is registered (the
+ * registration is kept across fork()), it can fail only for want of
+ * memory (ENOMEM: newer kernels allocate a CPU mask per call): retry.
+ * Anything else would break the pairing the updates rely on: abort.
+ */
+static inline void tally__rstat_membarrier(void)
+{
+	int e = errno;
+	while (syscall(__NR_membarrier, TALLY__MEMB_CMD_PRIVATE_EXPEDITED, 0) != 0) {
+		if (errno != ENOMEM && errno != EAGAIN && errno != EINTR)
+			abort();
+		sched_yield();
+	}
+	errno = e;
+}
+#endif
+
+/*
+ * BARRIER_U, in tally_group_mod() between the word add and the dirty-bit
+ * loads. Trees that use membarrier() need only a compiler barrier: the
+ * flush's membarrier() lands somewhere in this thread's program order,
+ * before its leaf load (which then sees the drain's clear, or a later
+ * set) or after it, hence after its word add, which the flush then reads.
+ * Other trees, and builds with TALLY_RSTAT_MEMBARRIER 0: a full fence.
+ */
+TALLY__INLINE void tally__rstat_barrier_update(const struct tally_tree *t)
+{
+#if TALLY__RSTAT_MEMB && TALLY_RSTAT_MEMBARRIER
+	if (tally__likely(t->tally__flush.memb))
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	else
+		tally__fence();
+#else
+	(void)t;
+	tally__fence();
+#endif
+}
+
+/*
+ * BARRIER_F, first half: after a drain pass. With fences, a full fence now.
+ * With membarrier(), which costs microseconds (an IPI to every CPU running
+ * a thread of the process), a pass that cleared a bit leaves one owed
+ * (flush lock), paid before the next word load (tally__rstat_barrier_flush()).
+ * A pass that cleared nothing pairs with no update; a barrier owed by an
+ * earlier flush is still owed (the flush lock orders them), so every word
+ * load comes after a barrier that follows every clear made before it.
+ */
+static inline void tally__rstat_barrier_drained(struct tally_tree *t, int cleared)
+{
+#if TALLY__RSTAT_MEMB
+	if (t->tally__flush.memb) {
+		t->tally__flush.memb_owed |= cleared;
+		return;
+	}
+#endif
+	(void)cleared;
+	(void)t;
+	tally__fence();
+}
+
+/* BARRIER_F, second half: before a flush loads a word, pay an owed
+ * membarrier(). Flush lock held. */
+TALLY__INLINE void tally__rstat_barrier_flush(struct tally_tree *t)
+{
+#if TALLY__RSTAT_MEMB
+	if (tally__unlikely(t->tally__flush.memb_owed)) {
+		tally__rstat_membarrier();
+		t->tally__flush.memb_owed = 0;
+	}
+#else
+	(void)t;
+#endif
+}
+
+/* ---- updates: mark dirty ---------------------------------------------------- */
+
+/*
+ * Set g's leaf and summary bits on slot s, each only if clear: wait-free,
+ * idempotent, no claim (see Memory ordering in rstat.h). Sequentially
+ * consistent loads and ORs: the argument needs one total order of every
+ * bit access (an acquire/release pair is not enough). After BARRIER_U.
+ */
+TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned s)
+{
+	struct tally__rstat_dirty *d =
+		tally__rstat_dirty_at(g->tally__dirty.block, g->tally__dirty.stride, s);
+	unsigned id = g->tally__dirty.id, w = (id >> 6) & 63u;
+	uint64_t bit = 1ull << (id & 63u), sbit = 1ull << w;
+	if (!(__atomic_load_n(&d->leaf[w], __ATOMIC_SEQ_CST) & bit))
+		__atomic_fetch_or(&d->leaf[w], bit, __ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&d->summary, __ATOMIC_SEQ_CST) & sbit))
+		__atomic_fetch_or(&d->summary, sbit, __ATOMIC_SEQ_CST);
+}
+
+/* ---- updated trees (flush lock) ------------------------------------------- */
+
+/*
+ * Link g and its ancestors into slot s's updated tree, stopping at the
+ * first one already linked (css_rstat_updated()'s walk). g is put first
+ * among its parent's updated children.
+ */
+static inline void tally__rstat_link(struct tally_group *g, unsigned s)
+{
+	for (;;) {
+		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s), *pc;
+		struct tally_group *p = g->tally__links.parent, *first;
+		if (c->upd_next)
+			break;
+		if (!p) {
+			c->upd_next = g; /* the root is linked to itself */
+			break;
+		}
+		pc = tally__rstat_cpu(p, s);
+		first = pc->upd_children;
+		c->upd_next = first;
+		c->upd_prev = NULL;
+		if (first != p)
+			tally__rstat_cpu(first, s)->upd_prev = g;
+		pc->upd_children = g;
+		g = p;
+	}
+}
+
+/* Take g (linked, not the root) out of its parent's updated children on
+ * slot s, in O(1). Its own updated children stay with it. */
+static inline void tally__rstat_unlink(struct tally_group *g, unsigned s)
+{
+	struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
+	struct tally_group *p = g->tally__links.parent, *next = c->upd_next, *prev = c->upd_prev;
+	if (prev)
+		tally__rstat_cpu(prev, s)->upd_next = next;
+	else
+		tally__rstat_cpu(p, s)->upd_children = next;
+	if (next != p)
+		tally__rstat_cpu(next, s)->upd_prev = prev;
+	c->upd_next = NULL;
+	c->upd_prev = NULL;
+}
+
+/*
+ * Detach g's subtree from slot s's updated tree and return it as a list
+ * (the slots' flush_next) in which every group comes after its parent
+ * (depth-first, parents first); NULL if g is not linked on s.
+ */
+static inline struct tally_group *tally__rstat_detach(struct tally_group *g, unsigned s)
+{
+	struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
+	struct tally_group *head = NULL, **tail = &head, *stack;
+	if (!c->upd_next)
+		return NULL; /* nothing below g was updated on this slot */
+	if (g->tally__links.parent)
+		tally__rstat_unlink(g, s);
+	else
+		c->upd_next = NULL;
+	g->tally__walk_next = NULL;
+	stack = g;
+	while (stack) {
+		struct tally_group *x = stack, *ch;
+		struct tally__rstat_cpu *xc = tally__rstat_cpu(x, s);
+		stack = x->tally__walk_next;
+		*tail = x;
+		tail = &xc->flush_next;
+		for (ch = xc->upd_children; ch != x;) {
+			struct tally__rstat_cpu *cc = tally__rstat_cpu(ch, s);
+			struct tally_group *next = cc->upd_next;
+			cc->upd_next = NULL;
+			cc->upd_prev = NULL;
+			ch->tally__walk_next = stack;
+			stack = ch;
+			ch = next;
+		}
+		xc->upd_children = x;
+	}
+	*tail = NULL;
+	return head;
+}
+
+/* Reverse a slot-s list: children before parents. */
+static inline struct tally_group *tally__rstat_reverse(struct tally_group *x, unsigned s)
+{
+	struct tally_group *out = NULL;
+	while (x) {
+		struct tally__rstat_cpu *c = tally__rstat_cpu(x, s);
+		struct tally_group *next = c->flush_next;
+		c->flush_next = out;
+		out = x;
+		x = next;
+	}
+	return out;
+}
+
+/* ---- drains (flush lock) --------------------------------------------------- */
+
+/*
+ * Move every dirty group of slot s into the slot's updated tree: per
+ * block, clear the summary, then each leaf word it names (summary first:
+ * see Memory ordering), and link each live group whose bit was set; a
+ * destroyed group goes on the slot's dead list, a free id is skipped.
+ * Returns whether it cleared any bit. BARRIER_F must come between this and
+ * any load of a word.
+ */
+static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
+{
+	struct tally__rstat_ids *ids = &t->tally__ids;
+	unsigned b;
+	int cleared = 0;
+	for (b = 0; b < ids->nr_blocks; b++) {
+		struct tally__rstat_dirty *d = tally__rstat_dirty_at(ids->blocks[b], ids->stride, s);
+		uint64_t x;
+		if (!__atomic_load_n(&d->summary, __ATOMIC_SEQ_CST))
+			continue;
+		x = __atomic_exchange_n(&d->summary, (uint64_t)0, __ATOMIC_SEQ_CST);
+		while (x) {
+			unsigned j = (unsigned)__builtin_ctzll(x);
+			uint64_t y = __atomic_exchange_n(&d->leaf[j], (uint64_t)0, __ATOMIC_SEQ_CST);
+			x &= x - 1;
+			cleared |= y != 0;
+			while (y) {
+				unsigned id = b * TALLY__RSTAT_BLOCK_IDS + j * 64u +
+					      (unsigned)__builtin_ctzll(y);
+				struct tally_group *g = id < ids->nr_ids ? ids->group[id] : NULL;
+				y &= y - 1;
+				if (!g)
+					continue; /* a free id */
+				if (!tally__load(&g->tally__dead)) {
+					tally__rstat_link(g, s);
+				} else {
+					/* Destroyed: its delta goes to an ancestor
+					 * after BARRIER_F (tally/rstat/flush.h). */
+					tally__rstat_cpu(g, s)->flush_next = t->tally__flush.dead[s];
+					t->tally__flush.dead[s] = g;
+				}
+			}
+		}
+	}
+	return cleared;
+}
+
+/* Drain every slot, then the first half of BARRIER_F. */
+static inline void tally__rstat_drain_all(struct tally_tree *t)
+{
+	unsigned s;
+	int cleared = 0;
+	for (s = 0; s < t->tally__ids.nr_slots; s++)
+		cleared |= tally__rstat_drain(t, s);
+	tally__rstat_barrier_drained(t, cleared);
+}
+
+#endif /* TALLY_RSTAT_UPDATED_H */
