@@ -2,9 +2,11 @@
  * Unit tests for tally/counter.h: percpu_counter rules with exact values.
  *
  * Each test pins its thread to the CPU it runs on, so every add lands in
- * one per-CPU slot and the fold points are exact (a fold happens when that
- * slot's local count reaches +-batch). Expectations that depend on the
- * machine are derived from tally__nr_cpu_slots().
+ * one per-CPU slot and the fold points are exact: an add folds when it
+ * moves that slot's word across a multiple of batch (a carry) and the
+ * slot's local count (w - base) has reached +-batch then. A slot's word
+ * starts at 0. Expectations that depend on the machine are derived from
+ * tally__nr_cpu_slots().
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -26,10 +28,11 @@ static void add_n(struct tally_counter *c, tally_sword d, int n)
 		tally_counter_add(c, d);
 }
 
-/* Expected error bound: batch * (CPU slots + the shared slot), saturated. */
+/* Expected error bound: 2 * batch * (CPU slots + the shared slot),
+ * saturated. */
 static tally_sword bound_for(tally_sword batch)
 {
-	tally_sword n = (tally_sword)tally__nr_cpu_slots() + 1;
+	tally_sword n = 2 * ((tally_sword)tally__nr_cpu_slots() + 1);
 	return batch > TALLY_SWORD_MAX / n ? TALLY_SWORD_MAX : batch * n;
 }
 
@@ -72,13 +75,18 @@ Test(counter, batch32_positive)
 	cr_assert_eq(tally_counter_sum(&c), 63);
 	tally_counter_add(&c, 1);
 	cr_assert_eq(tally_counter_read(&c), 64);
-	/* Going back down: local -31 stays, -32 folds. */
+	/* Going back down: w 63 carries with local -1: no fold. */
 	add_n(&c, -1, 31);
 	cr_assert_eq(tally_counter_read(&c), 64);
 	cr_assert_eq(tally_counter_sum(&c), 33);
+	/* w 32: local -32, but no carry (33 -> 32 stays in [32, 64)): no check. */
 	tally_counter_add(&c, -1);
-	cr_assert_eq(tally_counter_read(&c), 32);
+	cr_assert_eq(tally_counter_read(&c), 64);
 	cr_assert_eq(tally_counter_sum(&c), 32);
+	/* w 31 carries with local -33: fold. */
+	tally_counter_add(&c, -1);
+	cr_assert_eq(tally_counter_read(&c), 31);
+	cr_assert_eq(tally_counter_sum(&c), 31);
 	tally_counter_destroy(&c);
 }
 
@@ -87,19 +95,23 @@ Test(counter, batch32_negative)
 	struct tally_counter c;
 	pin();
 	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	/* w -1 carries (0 -> -1 leaves [0, 32)) with local -1: no fold. */
 	add_n(&c, -1, 31);
 	cr_assert_eq(tally_counter_read(&c), 0);
 	cr_assert_eq(tally_counter_sum(&c), -31);
 	cr_assert_eq(tally_counter_sum_positive(&c), 0);
-	tally_counter_add(&c, -1);
-	cr_assert_eq(tally_counter_read(&c), -32);
+	tally_counter_add(&c, -1); /* w -32: still in [-32, 0): no carry */
+	cr_assert_eq(tally_counter_read(&c), 0);
 	cr_assert_eq(tally_counter_sum(&c), -32);
+	tally_counter_add(&c, -1); /* w -33 carries with local -33: fold */
+	cr_assert_eq(tally_counter_read(&c), -33);
+	cr_assert_eq(tally_counter_sum(&c), -33);
 	cr_assert_eq(tally_counter_read_positive(&c), 0);
-	add_n(&c, -3, 10); /* local -30 */
-	cr_assert_eq(tally_counter_read(&c), -32);
-	tally_counter_add(&c, -3); /* local -33 */
-	cr_assert_eq(tally_counter_read(&c), -65);
-	cr_assert_eq(tally_counter_sum(&c), -65);
+	add_n(&c, -3, 10); /* w -63, local -30: no carry */
+	cr_assert_eq(tally_counter_read(&c), -33);
+	tally_counter_add(&c, -3); /* w -66 carries, local -33: fold */
+	cr_assert_eq(tally_counter_read(&c), -66);
+	cr_assert_eq(tally_counter_sum(&c), -66);
 	tally_counter_destroy(&c);
 }
 
@@ -145,7 +157,14 @@ Test(counter, default_batch)
 {
 	struct tally_counter c;
 	unsigned n = tally__nr_cpu_slots();
-	tally_sword b = 2 * (tally_sword)n > 32 ? 2 * (tally_sword)n : 32;
+	tally_sword b = 2 * (tally_sword)n, p = 1;
+	if (b < TALLY_COUNTER_MIN_BATCH)
+		b = TALLY_COUNTER_MIN_BATCH;
+	if (b < TALLY_COUNTER_BATCH_FLOOR)
+		b = TALLY_COUNTER_BATCH_FLOOR;
+	while (p < b)
+		p *= 2;
+	b = p;
 	pin();
 	cr_assert_geq(n, 1);
 	cr_assert_eq(tally_counter_default_batch(), b);
@@ -193,13 +212,13 @@ Test(counter, error_bound)
 	struct tally_counter c;
 	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
 	cr_assert_eq(tally_counter_error_bound(&c), bound_for(32));
-	cr_assert_eq(tally_counter_error_bound(&c), 32 * ((tally_sword)tally__nr_cpu_slots() + 1));
+	cr_assert_eq(tally_counter_error_bound(&c),
+		     2 * 32 * ((tally_sword)tally__nr_cpu_slots() + 1));
 	tally_counter_destroy(&c);
 	/* The largest batch accepted: the bound saturates instead of overflowing. */
 	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2), 0);
-	cr_assert_eq(tally_counter_error_bound(&c), bound_for(TALLY_SWORD_MAX / 2));
-	if (tally__nr_cpu_slots() + 1 > 2)
-		cr_assert_eq(tally_counter_error_bound(&c), TALLY_SWORD_MAX);
+	cr_assert_eq(tally_counter_error_bound(&c), bound_for(TALLY_SWORD_MAX / 2 + 1));
+	cr_assert_eq(tally_counter_error_bound(&c), TALLY_SWORD_MAX);
 	tally_counter_destroy(&c);
 }
 
@@ -240,11 +259,15 @@ Test(counter, fold_all)
 	cr_assert_eq(tally_counter_read(&c), 38);
 	tally_counter_fold_all(&c);
 	cr_assert_eq(tally_counter_read(&c), 33);
-	/* After a fold_all the slot's local restarts from 0: 31 stays local. */
-	add_n(&c, 1, 31);
+	/* After a fold_all the slot's local restarts from 0 at w 26: the carry
+	 * at w 32 finds local 6 and does not fold; nothing checks again until
+	 * the carry at w 64 (local 38). */
+	add_n(&c, 1, 37);
 	cr_assert_eq(tally_counter_read(&c), 33);
+	cr_assert_eq(tally_counter_sum(&c), 70);
 	tally_counter_add(&c, 1);
-	cr_assert_eq(tally_counter_read(&c), 65);
+	cr_assert_eq(tally_counter_read(&c), 71);
+	cr_assert_eq(tally_counter_sum(&c), 71);
 	tally_counter_destroy(&c);
 }
 
@@ -404,6 +427,59 @@ Test(counter, compare_extremes)
 	tally_counter_destroy(&c);
 }
 
+/* The batch is rounded up to a power of two. */
+Test(counter, batch_rounded_to_power_of_two)
+{
+	static const tally_sword in[] = {1, 2, 3, 32, 33, 1000, 1024, 1025};
+	static const tally_sword out[] = {1, 2, 4, 32, 64, 1024, 1024, 2048};
+	struct tally_counter c;
+	for (unsigned i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		cr_assert_eq(tally_counter_init(&c, 0, in[i]), 0);
+		cr_assert_eq(tally_counter_batch(&c), out[i], "batch %lld", (long long)in[i]);
+		cr_assert_eq(tally_counter_error_bound(&c), bound_for(out[i]));
+		tally_counter_destroy(&c);
+	}
+	cr_assert_eq(tally_counter_batch(NULL), 0);
+}
+
+/* A count that wanders around a multiple of batch carries on every step
+ * but folds only once its local count reaches batch (the kernel's
+ * hysteresis), and stays within the bound. */
+Test(counter, wandering_across_a_carry_does_not_fold)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	add_n(&c, 1, 32); /* w 32: fold, base 32 */
+	cr_assert_eq(tally_counter_read(&c), 32);
+	for (int i = 0; i < 1000; i++) {
+		tally_counter_add(&c, -1); /* w 31: carries, local -1 */
+		tally_counter_add(&c, 1);  /* w 32: carries, local 0 */
+	}
+	cr_assert_eq(tally_counter_read(&c), 32);
+	cr_assert_eq(tally_counter_sum(&c), 32);
+	/* The largest local a slot can hold without a carry check: from base
+	 * 32, w down to 1 (carry at 31, local -1), then to -32 (carry at -1,
+	 * local -33: fold). Up from base 26 (after a fold_all), w to 63: local
+	 * 37, under 2 * batch. */
+	add_n(&c, -1, 31);
+	cr_assert_eq(tally_counter_read(&c), 32);
+	tally_counter_add(&c, -1); /* w 0: same block as 1 */
+	cr_assert_eq(tally_counter_read(&c), 32);
+	tally_counter_add(&c, -1); /* w -1: carries, local -33 */
+	cr_assert_eq(tally_counter_read(&c), -1);
+	tally_counter_destroy(&c);
+
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	add_n(&c, 1, 26);
+	tally_counter_fold_all(&c); /* base 26 */
+	add_n(&c, 1, 37);           /* w 63 */
+	cr_assert_eq(tally_counter_read(&c), 26);
+	cr_assert_eq(tally_counter_sum(&c), 63);
+	cr_assert_lt(tally_counter_sum(&c) - tally_counter_read(&c), 2 * 32);
+	tally_counter_destroy(&c);
+}
+
 /* ---- bad input ------------------------------------------------------------ */
 
 static void expect_state(struct tally_counter *c, tally_sword read, tally_sword sum)
@@ -464,10 +540,12 @@ Test(counter, batch_limits_accepted)
 {
 	struct tally_counter c;
 	pin();
+	/* The largest batch, rounded up to a power of two: 2^(W-2). */
 	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2), 0);
-	tally_counter_add(&c, TALLY_SWORD_MAX / 2 - 1);
-	expect_state(&c, 0, TALLY_SWORD_MAX / 2 - 1);
-	tally_counter_add(&c, 1);
-	expect_state(&c, TALLY_SWORD_MAX / 2, TALLY_SWORD_MAX / 2);
+	cr_assert_eq(tally_counter_batch(&c), TALLY_SWORD_MAX / 2 + 1);
+	tally_counter_add(&c, TALLY_SWORD_MAX / 2);
+	expect_state(&c, 0, TALLY_SWORD_MAX / 2);
+	tally_counter_add(&c, 1); /* w 2^(W-2): carries, local = batch */
+	expect_state(&c, TALLY_SWORD_MAX / 2 + 1, TALLY_SWORD_MAX / 2 + 1);
 	tally_counter_destroy(&c);
 }

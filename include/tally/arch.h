@@ -57,6 +57,9 @@ extern "C" {
 
 #define TALLY__INLINE static inline __attribute__((always_inline))
 #define TALLY__UNUSED __attribute__((unused))
+/* Slow paths: kept out of line (one copy per translation unit), so the
+ * inlined fast path around them stays small. Used as "TALLY__COLD void f()". */
+#define TALLY__COLD static __attribute__((noinline, cold, unused))
 #define tally__likely(x) __builtin_expect(!!(x), 1)
 #define tally__unlikely(x) __builtin_expect(!!(x), 0)
 

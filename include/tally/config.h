@@ -124,4 +124,16 @@
 #  define TALLY_FALLBACK_NCPUS 64
 #endif
 
+/* ---- tally_counter's default batch (counter.h) ------------------------
+ * TALLY_COUNTER_BATCH_FLOOR: the smallest default batch, a power of two.
+ * The default batch is max(TALLY_COUNTER_MIN_BATCH, 2 * CPU slots, this),
+ * rounded up to a power of two. A fold moves the shared count's cache line
+ * between CPUs; at the kernel's 32 on a 2-CPU machine that transfer cost
+ * as much as the adds between folds, so the floor keeps folds rare on
+ * small machines (read()'s bound is 2 * batch * (CPU slots + 1)).
+ */
+#ifndef TALLY_COUNTER_BATCH_FLOOR
+#  define TALLY_COUNTER_BATCH_FLOOR 1024
+#endif
+
 #endif /* TALLY_CONFIG_H */

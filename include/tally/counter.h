@@ -1,21 +1,53 @@
 /*
  * tally/counter.h - tally_counter: one per-CPU counter with percpu_counter
- * semantics (kernel lib/percpu_counter.c).
+ * semantics (kernel lib/percpu_counter.c), checked only where a carry
+ * would happen (percpu_counter_tree, Mathieu Desnoyers, 2025).
  *
  *   struct tally_counter c;
- *   tally_counter_init(&c, 0, 0);     // batch 0: max(32, 2 * ncpus)
- *   tally_counter_add(&c, 5);         // any thread, wait-free
- *   tally_counter_read(&c);           // O(1), within batch * ncpus
+ *   tally_counter_init(&c, 0, 0);     // batch 0: the default
+ *   tally_counter_add(&c, 5);         // any thread, wait-free fast path
+ *   tally_counter_read(&c);           // O(1), within the error bound
  *   tally_counter_sum(&c);            // exact, O(CPUs)
  *   tally_counter_destroy(&c);
  *
  * Layout: per CPU a never-reset word w (every add lands in exactly one w)
- * and a base b, the value of w when that CPU last folded. The CPU's local
- * count is w - b. An add that makes |w - b| >= batch folds: it moves w - b
- * into the shared count and sets b = w, exactly the kernel's
- * "count += local; local = 0". Because adds never move, sum = initial +
- * sum of w over CPUs is exact whatever folds are running: nothing can be
- * lost or counted twice, and sum needs no lock.
+ * and a base, the value of w up to which the CPU's adds were folded into
+ * the shared count. The CPU's local count is w - base. Because adds never
+ * move, sum = initial + sum of w over CPUs is exact whatever folds are
+ * running: nothing can be lost or counted twice, and sum needs no lock
+ * (the fold and its conservation argument: tally__pcpu_fold in pcpu.h).
+ *
+ * When an add looks at the base: the batch is a power of two, and an add
+ * checks whether to fold only when it moves w across a multiple of batch
+ * (a carry out of the low bits, as percpu_counter_tree propagates one).
+ * The per-CPU add returns the word's new value, so the check is one XOR
+ * and AND of values the add already has: no load of the base, no barrier
+ * on the fast path. An add that carries runs the slow path: a full
+ * fence, then the kernel's rule: fold if |w - base| >= batch (base = w,
+ * count += local). So a counter moving one way folds every batch adds per
+ * CPU, as the kernel's does, and one that wanders around a multiple of
+ * batch does not fold on each crossing.
+ *
+ * Error bound (quiescent: every add has returned): for each slot,
+ * |w - base| < 2 * batch, so |read - sum| < 2 * batch * S, S = CPU slots
+ * + the shared slot (tally_counter_error_bound()). Why: let X be the last
+ * successful fold of the slot (it set base = T) and w_X the value of w
+ * its check after that fold loaded (pcpu.h: a fence, then fresh loads; X
+ * returns only once |w_X - T| < its limit, batch or 1). Take any add A
+ * whose store of w comes after w_X. A runs "store w; fence; load base" on
+ * its slow path and X runs "CAS base; fence; load w": with the two
+ * seq_cst fences, either X's load sees A's store (then A's store is not
+ * after w_X) or A's load of base sees T (the store-buffering pair of the
+ * plain rseq store and a fold from another CPU is closed by A's fence).
+ * So every add after w_X that carries sees base = T, and does not fold (X
+ * is the last fold): |w_A - T| < batch for the w_A it loaded. If no add
+ * after w_X carried, the final w is in w_X's batch-aligned block; else it
+ * is in the block of the last add that carried, whose w_A is in that
+ * block too. Either way final w is within batch - 1 of a value within
+ * batch - 1 of T. Slots never folded keep base = 0 and the same argument
+ * holds with the first carry's add as the one that would fold.
+ * For a counter that only grows, base <= w always, so read <= sum and
+ * read never goes back.
  */
 #ifndef TALLY_COUNTER_H
 #define TALLY_COUNTER_H
@@ -28,8 +60,8 @@ extern "C" {
 #endif
 
 struct tally__counter_pcpu {
-	tally_uword w; /* never reset; written by tally__pcpu_add only */
-	tally_uword b; /* w at this CPU's last fold; changed by CAS only */
+	tally_uword w;    /* never reset; written by tally__pcpu_add only */
+	tally_uword base; /* w up to the last fold; changed by CAS only */
 	/* The shared count (initial + everything folded) lives here in the
 	 * shared slot's chunk only: on a line of its own, away from the
 	 * struct's read-mostly fields that every add loads, so a fold on one
@@ -40,7 +72,8 @@ struct tally__counter_pcpu {
 struct tally_counter {
 	/* private: use the tally_counter_* calls */
 	tally_uword tally__initial; /* initial value */
-	tally_sword tally__batch;
+	tally_sword tally__batch;   /* a power of two */
+	tally_uword tally__carry;   /* ~(batch - 1): the bits a carry changes */
 	struct tally__pcpu tally__pcpu;
 };
 
@@ -56,16 +89,34 @@ TALLY__INLINE tally_uword *tally__counter_count(const struct tally_counter *c)
 	return &tally__counter_slot(c, c->tally__pcpu.nr)->count;
 }
 
-/* The default batch for this machine: max(32, 2 * CPU slots). */
+/* Smallest power of two >= n (n <= 2^(W-2)). */
+TALLY__INLINE tally_sword tally__pow2_ceil(tally_sword n)
+{
+	tally_sword p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/*
+ * tally_counter_default_batch - the batch for this machine: the kernel's
+ * max(TALLY_COUNTER_MIN_BATCH, 2 * CPU slots), raised to
+ * TALLY_COUNTER_BATCH_FLOOR, rounded up to a power of two.
+ */
 static inline tally_sword tally_counter_default_batch(void)
 {
-	unsigned n = 2u * tally__nr_cpu_slots();
-	return n > TALLY_COUNTER_MIN_BATCH ? (tally_sword)n : TALLY_COUNTER_MIN_BATCH;
+	tally_sword n = 2 * (tally_sword)tally__nr_cpu_slots();
+	if (n < TALLY_COUNTER_MIN_BATCH)
+		n = TALLY_COUNTER_MIN_BATCH;
+	if (n < TALLY_COUNTER_BATCH_FLOOR)
+		n = TALLY_COUNTER_BATCH_FLOOR;
+	return tally__pow2_ceil(n);
 }
 
 /*
  * tally_counter_init - set c up with value initial.
- * batch: fold threshold, 1..TALLY_SWORD_MAX/2, or 0 for the default.
+ * batch: fold threshold, 1..TALLY_SWORD_MAX/2, rounded up to a power of
+ * two (tally_counter_batch() tells), or 0 for the default.
  * Returns 0, -EINVAL (NULL c, batch out of range; c untouched) or -ENOMEM.
  * Not concurrent with any other call on c.
  */
@@ -75,14 +126,14 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	int err;
 	if (tally__bad(!c || batch < 0 || batch > TALLY_SWORD_MAX / 2))
 		return -EINVAL;
-	if (!batch)
-		batch = tally_counter_default_batch();
+	batch = batch ? tally__pow2_ceil(batch) : tally_counter_default_batch();
 	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(struct tally__counter_pcpu));
 	if (err)
 		return err;
 	*tally__counter_count(c) = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__batch = batch;
+	c->tally__carry = ~((tally_uword)batch - 1u);
 	return 0;
 }
 
@@ -95,52 +146,50 @@ static inline void tally_counter_destroy(struct tally_counter *c)
 }
 
 /*
- * Fold slot s's local count into the shared count while |w - b| >= limit.
- * Lock-free: a CAS on b lets exactly one folder move each local count, and
- * every successful CAS moves exactly (new b - old b) into the count, so
- * count - sum(b) never changes and nothing is lost or counted twice.
- * b is loaded before w, acquire, pairing with the release CAS of an
- * earlier fold: the w seen is at least as new as the w that fold stored.
- * The loop re-checks after every attempt, so a folder that lost its CAS
- * to a fold of an older w, or whose CAS won on a stale (ABA) b, leaves
- * the slot within the bound: it retries only when some fold succeeded.
+ * Fold slot s's local count into the shared count while |w - base| >=
+ * limit (tally__pcpu_fold: lock-free, conserving). The slow path of an add
+ * that carried (limit = batch) and of fold_all (limit 1). The fence orders
+ * the caller's add before the loads of the fold (see the error bound at
+ * the top of this file); it costs nothing on the fast path.
  */
-TALLY__INLINE void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
-					    tally_sword limit)
+TALLY__COLD void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
+					  tally_sword limit)
 {
 	struct tally__counter_pcpu *p = tally__counter_slot(c, s);
-	for (;;) {
-		tally_uword b = tally__load_acq(&p->b);
-		tally_uword w = tally__load(&p->w);
-		tally_sword local = tally__to_signed(w - b);
-		if (local < limit && local > -limit)
-			return;
-		if (tally__cas_rel(&p->b, &b, w))
-			tally__add(tally__counter_count(c), (tally_uword)local);
-	}
+	tally__fence();
+	tally__pcpu_fold(&p->w, &p->base, tally__counter_count(c), limit,
+			 limit > 1 ? TALLY__FOLD_AT : TALLY__FOLD_ALL);
 }
 
 /*
  * tally_counter_add - add delta (any sign) to c.
- * Any thread, concurrently with every call but init/destroy. Wait-free on
- * the common path (one per-CPU RMW); a fold adds a CAS and an atomic add
- * (lock-free: a CAS is retried only after another fold of this slot).
+ * Any thread, concurrently with every call but init/destroy. Wait-free
+ * unless it carries (one per-CPU add; the carry check uses the values the
+ * add returned). An add that moves its CPU's word across a multiple of
+ * batch runs the slow path: a fence and, when the local count reached
+ * batch, a fold (a CAS and an atomic add on the shared count; lock-free:
+ * the CAS is retried only after another fold of this slot succeeded).
  * Relaxed: orders nothing around it. A NULL c is ignored.
  */
 TALLY__INLINE void tally_counter_add(struct tally_counter *c, tally_sword delta)
 {
 	unsigned s;
+	tally_uword nv;
 	if (tally__bad(!c))
 		return;
-	tally__pcpu_add(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w),
-			(tally_uword)delta, &s);
-	tally__counter_fold_slot(c, s, c->tally__batch);
+	nv = tally__pcpu_add(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w),
+			     (tally_uword)delta, &s);
+	/* Did w cross a multiple of batch? (old = nv - delta, modular) */
+	if (tally__unlikely(((nv ^ (nv - (tally_uword)delta)) & c->tally__carry) != 0))
+		tally__counter_fold_slot(c, s, c->tally__batch);
 }
 
 /*
  * tally_counter_read - the approximate value, O(1): what has been folded.
- * Error: |read - sum| < tally_counter_error_bound(c), plus the adds in
- * flight (threads sharing a CPU can each be mid-add). Any thread; wait-free.
+ * Error: |read - sum| < tally_counter_error_bound(c) = 2 * batch * slots,
+ * plus the adds in flight (threads sharing a CPU can each be mid-add). A
+ * counter that only grows reads at most its sum and never goes back.
+ * Any thread; wait-free.
  */
 TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
 {
@@ -149,20 +198,22 @@ TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
 	return tally__to_signed(tally__load(tally__counter_count(c)));
 }
 
-/* tally_counter_error_bound - batch * slots: the most read() can be off by
- * while adds are quiescent (saturates at TALLY_SWORD_MAX). NULL c: 0. */
+/* tally_counter_error_bound - 2 * batch * slots (CPU slots + the shared
+ * slot): while adds are quiescent |read - sum| is below it (see the top of
+ * this file; saturates at TALLY_SWORD_MAX). NULL c: 0. */
 TALLY__INLINE tally_sword tally_counter_error_bound(const struct tally_counter *c)
 {
 	tally_sword n;
 	if (tally__bad(!c))
 		return 0;
-	n = (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
+	n = 2 * (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
 	if (c->tally__batch > TALLY_SWORD_MAX / n)
 		return TALLY_SWORD_MAX;
 	return c->tally__batch * n;
 }
 
-/* tally_counter_batch - the fold threshold c uses. NULL c: 0. */
+/* tally_counter_batch - the fold threshold c uses (a power of two).
+ * NULL c: 0. */
 TALLY__INLINE tally_sword tally_counter_batch(const struct tally_counter *c)
 {
 	return tally__bad(!c) ? 0 : c->tally__batch;

@@ -113,6 +113,95 @@ TALLY__INLINE tally_uword tally__pcpu_add(const struct tally__pcpu *p, size_t of
 	return tally__add((tally_uword *)tally__pcpu_at(p, s, off), d);
 }
 
+/*
+ * ---- the fold -----------------------------------------------------------
+ * Every folding primitive keeps, per CPU slot and item, a never-reset word
+ * w (written by tally__pcpu_add only) and a base: the value of w up to
+ * which the slot's adds have been moved into a shared global. The slot's
+ * local (unfolded) count is w - base. A fold moves a local count into the
+ * global and advances the base; nothing else writes either.
+ *
+ * Conservation: the base changes only by a successful CAS, and the folder
+ * whose CAS moved it from old to new adds exactly new - old to the global.
+ * So global - sum(base) never changes, and since adds never move, the
+ * exact value (initial + sum of every w) never depends on folds: nothing
+ * is lost or counted twice whatever the interleaving, even when several
+ * threads fold one slot at once.
+ *
+ * When a slot folds, and how far, is the fold kind's (t = threshold):
+ *   TALLY__FOLD_ALL   local != 0:  base = w             (fold everything)
+ *   TALLY__FOLD_AT    |local| >= t: base = w            (percpu_counter)
+ *   TALLY__FOLD_PAST  |local| > t:  base = w            (vmstat's mod)
+ *   TALLY__FOLD_UP    local > t:    base = w + t/2      (vmstat's inc: the
+ *                     global gains local + t/2, local becomes -t/2)
+ *   TALLY__FOLD_DOWN  local < -t:   base = w - t/2      (vmstat's dec)
+ */
+enum tally__fold_kind {
+	TALLY__FOLD_ALL,
+	TALLY__FOLD_AT,
+	TALLY__FOLD_PAST,
+	TALLY__FOLD_UP,
+	TALLY__FOLD_DOWN
+};
+
+/*
+ * tally__pcpu_fold - fold the slot whose words are *w and *base into
+ * *global while the kind's rule says so. Returns the number of successful
+ * folds (0 if the slot was within its threshold).
+ *
+ * Lock-free: a CAS is retried only after another fold of this slot
+ * succeeded. The base is loaded (acquire) before w, pairing with the
+ * release CAS of the fold that stored it, so the w seen is at least as new
+ * as the one that fold read: a late folder never moves the base back past
+ * a w that an earlier fold already covered. After each successful CAS a
+ * full fence, then the loop re-checks with fresh loads; so the last
+ * successful fold of a slot checks the w of every add that its fence does
+ * not order after it (callers whose adders run a fence between their add
+ * and their call pair with that fence: see tally_counter's argument).
+ */
+TALLY__INLINE unsigned tally__pcpu_fold(const tally_uword *w, tally_uword *base,
+					tally_uword *global, tally_sword t,
+					enum tally__fold_kind kind)
+{
+	unsigned folds = 0;
+	for (;;) {
+		tally_sword over = 0;
+		tally_uword b = tally__load_acq(base);
+		tally_uword v = tally__load(w);
+		tally_sword local = tally__to_signed(v - b);
+		switch (kind) {
+		case TALLY__FOLD_ALL:
+			if (local == 0)
+				return folds;
+			break;
+		case TALLY__FOLD_AT:
+			if (local < t && local > -t)
+				return folds;
+			break;
+		case TALLY__FOLD_PAST:
+			if (local <= t && local >= -t)
+				return folds;
+			break;
+		case TALLY__FOLD_UP:
+			if (local <= t)
+				return folds;
+			over = t / 2;
+			break;
+		case TALLY__FOLD_DOWN:
+			if (local >= -t)
+				return folds;
+			over = -(t / 2);
+			break;
+		}
+		/* New local is -over: base = w + over; the global gains local + over. */
+		if (tally__cas_rel(base, &b, v + (tally_uword)over)) {
+			tally__add(global, (tally_uword)local + (tally_uword)over);
+			folds++;
+			tally__fence();
+		}
+	}
+}
+
 /* Modular sum over all slots of the word at offset off (relaxed loads). */
 TALLY__INLINE tally_uword tally__pcpu_sum(const struct tally__pcpu *p, size_t off)
 {
