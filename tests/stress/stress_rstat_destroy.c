@@ -26,12 +26,20 @@
  *     a stopper that holds one in a signal handler for 20 us..1 ms (for
  *     instance between an update's check of the group and its add), and
  *     signal storms.
- * At the end: every leaf destroyed, a grace period, a forced root flush;
+ *   - a checker, on the destroyer's CPU: loads the users' published
+ *     totals of item 0 (positive deltas; published after each update
+ *     that returned 0), forces a flush of a permanent group or the root
+ *     and asserts it shows at least that much: an update of a group
+ *     destroyed meanwhile is reflected by a flush of its live ancestor
+ *     that starts after the update returned.
+ * Two phases of TALLY_STRESS_SECONDS / 2 (default 2 s in all), each on a
+ * new tree: the first without the checker (nothing flushes the ancestors
+ * until the end, so what a destroy left behind stays there), the second
+ * with it. At the end of each: every leaf destroyed, a grace period, a forced root flush;
  * then each permanent group must read exactly the sum of every update that
  * returned 0 in its subtree (hierarchical) and of its own (local), and the
  * root the sum of all. Under ASan a use of freed memory ends the run
  * there; under TSan it shows as a race with the free.
- * TALLY_STRESS_SECONDS (default 2) sets the length.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -49,6 +57,8 @@
 #define NUSERS 3
 #define NITEMS 2
 
+enum { GROW = 0 }; /* item 0: positive deltas only (the checker's); item 1: any */
+
 static struct tally_tree *tree;
 static struct tally_group *root, *perm[NPERM];
 static struct tally_group *slot[NSLOTS]; /* release-published, acquire-loaded */
@@ -61,18 +71,30 @@ struct user {
 	/* Deltas whose tally_group_mod() returned 0: to a permanent group's
 	 * short-lived children, and to the permanent group itself. */
 	tally_uword below[NPERM][NITEMS], own[NPERM][NITEMS];
+	/* below + own of item GROW, published (release) after each update
+	 * of it returned 0, for the checker */
+	tally_uword pub[NPERM];
 	unsigned long long ok, rejected, walks, flushes, children;
 };
 
-static unsigned long long nr_destroys;
+static struct user us[NUSERS];
+static unsigned long long nr_destroys, nr_checks, nr_violations;
+
+/* Publish u's total of item GROW under perm[p] (u's thread only). */
+static void publish(struct user *u, int p)
+{
+	__atomic_store_n(&u->pub[p], u->below[p][GROW] + u->own[p][GROW], __ATOMIC_RELEASE);
+}
 
 static int perm_of_slot(int k)
 {
 	return k % NPERM;
 }
 
-static tally_sword delta_for(struct harness_rng *r)
+static tally_sword delta_for(struct harness_rng *r, unsigned item)
 {
+	if (item == GROW)
+		return (tally_sword)harness_range(r, 1, 40);
 	if (harness_range(r, 0, 31) == 0)
 		return (tally_sword)harness_range(r, -1000000, 1000000);
 	return (tally_sword)harness_range(r, -20, 40);
@@ -83,10 +105,12 @@ static tally_sword delta_for(struct harness_rng *r)
 static void update_child(struct user *u, struct tally_group *g, int p, struct harness_rng *r)
 {
 	unsigned item = (unsigned)harness_range(r, 0, NITEMS - 1);
-	tally_sword d = delta_for(r);
+	tally_sword d = delta_for(r, item);
 	int err = tally_group_mod(g, item, d);
 	if (err == 0) {
 		u->below[p][item] += U(d);
+		if (item == GROW)
+			publish(u, p);
 		u->ok++;
 	} else {
 		CHECK(err == -EINVAL, "mod of a live or destroyed group returned %d", err);
@@ -166,10 +190,12 @@ static void *user_main(void *arg)
 			}
 			case 4: { /* the permanent group itself */
 				unsigned item = (unsigned)harness_range(&rng, 0, NITEMS - 1);
-				tally_sword d = delta_for(&rng);
+				tally_sword d = delta_for(&rng, item);
 				int r = tally_group_mod(perm[p], item, d);
 				CHECK(r == 0, "mod of a permanent group returned %d", r);
 				u->own[p][item] += U(d);
+				if (item == GROW)
+					publish(u, p);
 				break;
 			}
 			default:
@@ -182,6 +208,47 @@ static void *user_main(void *arg)
 	__atomic_store_n(&u->walks, u->walks + (sink & 0), __ATOMIC_RELAXED);
 	perturb_unregister(); /* after perturb_stop(): no signal comes now */
 	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+/*
+ * The ordering promise across a destroy: an update that returned 0, on a
+ * group destroyed meanwhile or not, is reflected by a flush of its
+ * permanent ancestor (or of the root) that starts after it returned.
+ * Positive deltas (item GROW): the flush may show more, never less.
+ */
+static void *checker_main(void *arg)
+{
+	struct harness_rng rng = {0xc4ecu};
+	unsigned long long n = 0;
+	(void)arg;
+	if (destroyer_cpu >= 0)
+		harness_pin(destroyer_cpu);
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		int p = (int)harness_range(&rng, -1, NPERM - 1), q, k;
+		struct tally_group *g = p < 0 ? root : perm[p];
+		tally_uword want = 0, got;
+		for (k = 0; k < NUSERS; k++)
+			for (q = 0; q < NPERM; q++)
+				if (p < 0 || q == p)
+					want += __atomic_load_n(&us[k].pub[q], __ATOMIC_ACQUIRE);
+		tally_group_flush_force(g);
+		got = U(tally_group_read(g, GROW));
+		n++;
+		/* Leave the CPU to the destroyer, and the updated lists to
+		 * pile up: a destroyed group left queued must meet the next
+		 * drain after its free (use after free) or never (lost). */
+		usleep((useconds_t)harness_range(&rng, 0, 200));
+		if ((tally_sword)(got - want) >= 0)
+			continue;
+		if (!__atomic_fetch_add(&nr_violations, 1, __ATOMIC_RELAXED))
+			fprintf(stderr,
+				"stress_rstat_destroy: ORDERING VIOLATION: a forced flush of %s started "
+				"after updates totalling %llu had returned 0, and reads %llu\n",
+				p < 0 ? "the root" : p ? "P1" : "P0", (unsigned long long)want,
+				(unsigned long long)got);
+	}
+	__atomic_store_n(&nr_checks, n, __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -214,17 +281,25 @@ static void *destroyer_main(void *arg)
 	return NULL;
 }
 
-int main(void)
+/*
+ * One phase on a new tree. Without the checker, nothing flushes the
+ * permanent groups or the root until the end, so a destroyed group left
+ * queued or linked stays there past its free (use after free at the next
+ * walk) or its late updates are never handed up (lost); with it, flushes
+ * of the ancestors run all along and check the ordering promise.
+ */
+static void run_phase(double secs, int with_checker)
 {
-	static struct user us[NUSERS];
-	pthread_t d;
+	pthread_t d, chk;
 	struct tally_tree_opts o;
 	struct perturb_opts po;
-	int cpus[2], ncpus, k, p;
+	int k, p;
 	unsigned i;
 	unsigned long long ok = 0, rejected = 0, walks = 0, flushes = 0, children = 0;
-	double secs = harness_seconds();
 
+	memset(us, 0, sizeof(us));
+	stop = 0;
+	nr_destroys = nr_checks = nr_violations = 0;
 	memset(&o, 0, sizeof(o));
 	o.nr_items = NITEMS;
 	o.batch = 8; /* thresholded flushes happen */
@@ -232,31 +307,28 @@ int main(void)
 	tree = tally_tree_create_opts(&o);
 	CHECK(tree != NULL, "tree");
 	if (!tree)
-		return harness_exit("stress_rstat_destroy");
-	urcu_memb_register_thread(); /* the final destroys */
+		return;
 	root = tally_tree_root(tree);
 	for (p = 0; p < NPERM; p++) {
 		perm[p] = tally_group_create(root);
 		CHECK(perm[p] != NULL, "perm %d", p);
+		if (!perm[p])
+			return;
 	}
 	for (k = 0; k < NSLOTS; k++) {
 		slot[k] = tally_group_create(perm[perm_of_slot(k)]);
 		CHECK(slot[k] != NULL, "slot %d", k);
+		if (!slot[k])
+			return;
 	}
-	if (harness_failures)
-		return harness_exit("stress_rstat_destroy");
 
-	ncpus = harness_allowed_cpus(cpus, 2);
-	if (ncpus >= 2) {
-		user_cpu = cpus[1];
-		destroyer_cpu = cpus[0];
-	}
-	perturb_init();
 	for (k = 0; k < NUSERS; k++) {
 		us[k].id = k;
 		pthread_create(&us[k].tid, NULL, user_main, &us[k]);
 	}
 	pthread_create(&d, NULL, destroyer_main, NULL);
+	if (with_checker)
+		pthread_create(&chk, NULL, checker_main, NULL);
 	perturb_defaults(&po, user_cpu);
 	po.stopper_cpu = destroyer_cpu;
 	perturb_start(&po);
@@ -267,6 +339,8 @@ int main(void)
 	for (k = 0; k < NUSERS; k++)
 		pthread_join(us[k].tid, NULL);
 	pthread_join(d, NULL);
+	if (with_checker)
+		pthread_join(chk, NULL);
 
 	/* The last destroys, a grace period, a forced root flush. */
 	for (k = 0; k < NSLOTS; k++)
@@ -297,13 +371,38 @@ int main(void)
 		flushes += us[k].flushes;
 		children += us[k].children;
 	}
-	perturb_report("stress_rstat_destroy");
-	printf("stress_rstat_destroy: %.1f s, users on CPU %d, destroyer on CPU %d, %llu destroys, "
-	       "%llu updates of short-lived groups taken, %llu calls rejected (destroyed), %llu "
-	       "child visits, %llu flushes, %llu children created and destroyed by users\n",
-	       secs, user_cpu, destroyer_cpu, nr_destroys, ok, rejected, walks, flushes, children);
+	printf("stress_rstat_destroy: %s: %.1f s, users on CPU %d, destroyer on CPU %d, %llu "
+	       "destroys, %llu updates of short-lived groups taken, %llu calls rejected "
+	       "(destroyed), %llu child visits, %llu flushes, %llu children created and destroyed "
+	       "by users\n",
+	       with_checker ? "with the checker" : "no ancestor flushes", secs, user_cpu,
+	       destroyer_cpu, nr_destroys, ok, rejected, walks, flushes, children);
+	if (with_checker)
+		printf("stress_rstat_destroy: %llu checker flushes, %llu ordering violations\n",
+		       nr_checks, nr_violations);
 	CHECK(nr_destroys > 0, "no group was destroyed");
-	urcu_memb_unregister_thread();
+	CHECK(nr_violations == 0, "%llu flushes missed updates that returned 0 before they started",
+	      nr_violations);
 	tally_tree_destroy(tree);
+}
+
+int main(void)
+{
+	int cpus[2], ncpus;
+	double secs = harness_seconds() / 2;
+
+	if (secs < 0.5)
+		secs = 0.5;
+	ncpus = harness_allowed_cpus(cpus, 2);
+	if (ncpus >= 2) {
+		user_cpu = cpus[1];
+		destroyer_cpu = cpus[0];
+	}
+	urcu_memb_register_thread(); /* the final destroys */
+	perturb_init();
+	run_phase(secs, 0);
+	run_phase(secs, 1);
+	perturb_report("stress_rstat_destroy");
+	urcu_memb_unregister_thread();
 	return harness_exit("stress_rstat_destroy");
 }
