@@ -60,6 +60,34 @@ extern "C" {
 /* Slow paths: kept out of line (one copy per translation unit), so the
  * inlined fast path around them stays small. Used as "TALLY__COLD void f()". */
 #define TALLY__COLD static __attribute__((noinline, cold, unused))
+
+/*
+ * TALLY__API: how the update calls that are inlined at every call site
+ * (tally_counter_add) are compiled; config.h's TALLY_INLINE and
+ * TALLY_EXTERN choose:
+ *   default           forced inline at every call site (fastest; each site
+ *                     carries its own copy, rseq descriptor included)
+ *   TALLY_INLINE 0    one static out-of-line copy per translation unit
+ *   TALLY_EXTERN 1    declarations only; the one translation unit that
+ *                     defines TALLY_IMPLEMENTATION before including the
+ *                     headers holds the only (external) definitions
+ * A header wraps each such call in "#if TALLY__API_BODY ... #else" a
+ * prototype "#endif".
+ */
+#if TALLY_EXTERN
+#  define TALLY__API
+#  ifdef TALLY_IMPLEMENTATION
+#    define TALLY__API_BODY 1
+#  else
+#    define TALLY__API_BODY 0
+#  endif
+#elif TALLY_INLINE
+#  define TALLY__API TALLY__INLINE
+#  define TALLY__API_BODY 1
+#else
+#  define TALLY__API static __attribute__((noinline, unused))
+#  define TALLY__API_BODY 1
+#endif
 #define tally__likely(x) __builtin_expect(!!(x), 1)
 #define tally__unlikely(x) __builtin_expect(!!(x), 0)
 

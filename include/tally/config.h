@@ -136,4 +136,20 @@
 #  define TALLY_COUNTER_BATCH_FLOOR 1024
 #endif
 
+/* ---- code size: inlining of the update calls (arch.h, TALLY__API) ------
+ * TALLY_INLINE: 1 (default) forces the update calls (tally_counter_add)
+ * inline at every call site; 0 gives each translation unit one static
+ * out-of-line copy (a call per update, a few ns).
+ * TALLY_EXTERN: 1 makes the headers declare those calls only; exactly one
+ * translation unit of the program defines TALLY_IMPLEMENTATION before it
+ * includes the headers and holds the definitions (stb style). Every
+ * translation unit must then agree on TALLY_EXTERN.
+ */
+#ifndef TALLY_INLINE
+#  define TALLY_INLINE 1
+#endif
+#ifndef TALLY_EXTERN
+#  define TALLY_EXTERN 0
+#endif
+
 #endif /* TALLY_CONFIG_H */

@@ -170,8 +170,11 @@ TALLY__COLD void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
  * batch, a fold (a CAS and an atomic add on the shared count; lock-free:
  * the CAS is retried only after another fold of this slot succeeded).
  * Relaxed: orders nothing around it. A NULL c is ignored.
+ * Inlined at every call site unless TALLY_INLINE / TALLY_EXTERN say
+ * otherwise (config.h).
  */
-TALLY__INLINE void tally_counter_add(struct tally_counter *c, tally_sword delta)
+#if TALLY__API_BODY
+TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 {
 	unsigned s;
 	tally_uword nv;
@@ -183,6 +186,9 @@ TALLY__INLINE void tally_counter_add(struct tally_counter *c, tally_sword delta)
 	if (tally__unlikely(((nv ^ (nv - (tally_uword)delta)) & c->tally__carry) != 0))
 		tally__counter_fold_slot(c, s, c->tally__batch);
 }
+#else
+void tally_counter_add(struct tally_counter *c, tally_sword delta);
+#endif
 
 /*
  * tally_counter_read - the approximate value, O(1): what has been folded.
