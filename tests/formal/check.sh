@@ -2,6 +2,7 @@
 # Check every Promela model in this directory with SPIN, exhaustively.
 #   tests/formal/check.sh            all variants, one line each
 #   tests/formal/check.sh bitmap     only the variants of bitmap.pml
+#   FORMAL_LONG=1 tests/formal/check.sh   adds the longer runs
 # Each variant is expected either to pass (no assertion violated, search
 # complete) or to fail (SPIN finds an assertion violation: the models of
 # defective designs, which also show the harness can fail). Exit status: 0
@@ -51,7 +52,18 @@ variants=(
 	"fold.pml|-DFIX_MEMB|pass|membarrier() after a remote fold's CAS: bound kept"
 	"fold.pml|-DMIGRATED -DFIX_MEMB|pass|same, migrated adder"
 	"fold.pml|-DBIG -DNA=3 -DNF=2 -DBOUND=3 -DFIX_MEMB|pass|same, two folds"
+	"fold.pml|-DCARRY -DBATCH=4 -DBOUND=8 -DBIG -DNA=3 -DNF=2|pass|carry-checked add: within 2 * batch"
+	"fold.pml|-DCARRY -DBATCH=4 -DBOUND=8 -DMIGRATED -DBIG -DNA=3|pass|carry-checked add, migrated adder"
+	"fold.pml|-DCARRY -DCARRY_NOFENCE -DBATCH=2 -DBOUND=4 -DBIG -DNA=4 -DNF=3|fail|carry-checked add without its fence"
+	"fold.pml|-DCARRY -DBATCH=4 -DBOUND=4 -DBIG -DNA=3 -DNF=2 -DSC|fail|carry check: batch alone is not a bound"
 )
+# Longer runs on demand (FORMAL_LONG=1; about 3 million states each).
+if [ "${FORMAL_LONG:-0}" = 1 ]; then
+	variants+=(
+		"fold.pml|-DCARRY -DBATCH=2 -DBOUND=4 -DBIG -DNA=4 -DNF=3|pass|carry-checked add, 4 adds, 3 folds"
+		"fold.pml|-DCARRY -DBATCH=2 -DBOUND=4 -DBIG -DNA=4 -DNF=3 -DSC|pass|same, sequentially consistent"
+	)
+fi
 
 bad=0
 n=0

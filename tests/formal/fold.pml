@@ -40,6 +40,22 @@
  *   -DFIX_MEMB     a remote folder, after a successful CAS, issues
  *                  membarrier() (every buffer empty at one instant) before
  *                  it re-checks.                       expected: PASS
+ * The carry-checked design (-DCARRY; tally_counter_add() checks only when
+ * its add moved w across a multiple of batch, a power of two, and then
+ * runs a fence before it folds with limit batch; every fold runs a fence
+ * before its loads (fold_all) and after each successful CAS; documented
+ * bound 2 * batch per slot):
+ *   -DCARRY -DBATCH=4 -DBOUND=8 -DBIG -DNA=3 -DNF=2    expected: PASS
+ *   -DCARRY -DBATCH=4 -DBOUND=8 -DMIGRATED -DBIG -DNA=3 expected: PASS
+ *   -DCARRY -DCARRY_NOFENCE -DBATCH=2 -DBOUND=4 -DBIG -DNA=4 -DNF=3: the
+ *                  slow path without its fence.        expected: FAIL
+ *   -DCARRY -DBATCH=4 -DBOUND=4 -DBIG -DNA=3 -DNF=2 -DSC: a bound of batch
+ *                  (not 2 * batch) fails even sequentially consistent:
+ *                  the carry check lets a slot hold up to 2 * batch - 2.
+ *                                                      expected: FAIL
+ *   -DCARRY -DBATCH=2 -DBOUND=4 -DBIG -DNA=4 -DNF=3: 2.9 million states,
+ *                  check.sh runs it when FORMAL_LONG=1. expected: PASS
+ * Old design, more variants:
  *   -DBIG -DNA=3 -DNF=2 -DBOUND=3: deltas up to 3, two folds: a second
  *                  race takes the slot to |local| 3 (each race can add
  *                  batch - 1 more).                    expected: FAIL
@@ -70,7 +86,10 @@
 #define PF 1 /* the folder, on another CPU */
 #define NP 2
 #define BUFSZ 2
+#ifndef BATCH
 #define BATCH 2
+#endif
+#define OFF 16 /* w and b start here, so the words stay positive (carry test) */
 #ifndef NA
 #define NA 2
 #endif
@@ -82,6 +101,12 @@
 #endif
 
 #include "sbuf.pml"
+
+#ifdef CARRY_NOFENCE
+#define CARRY_FENCE(me) skip
+#else
+#define CARRY_FENCE(me) barrier(me)
+#endif
 
 short total = 0; /* the deltas added (ghost) */
 byte done = 0;
@@ -100,6 +125,9 @@ inline fold_slot(me, limit, remote)
 		if
 		:: ok ->
 			rmw_add_mem(me, COUNT, lc);
+#ifdef CARRY
+			barrier(me); /* the fence after a successful CAS */
+#endif
 #ifdef FIX_MEMB
 			if
 			:: remote -> (buf[PA].n == 0 && buf[PF].n == 0)
@@ -140,7 +168,15 @@ proctype adder()
 #endif
 #endif
 		total = total + d;
+#ifdef CARRY
+		/* only an add whose w crossed a multiple of batch: fence, fold */
+		if
+		:: (t + d) / BATCH != t / BATCH -> CARRY_FENCE(PA); fold_slot(PA, BATCH, 0)
+		:: else -> skip
+		fi;
+#else
 		fold_slot(PA, BATCH, 0);
+#endif
 		k++
 	:: else -> break
 	od;
@@ -153,15 +189,19 @@ proctype folder()
 	bit ok;
 	byte k = 0;
 #ifdef MIGRATED
-	/* added +2 on CPU 0 before A's adds, then migrated (full barrier) */
-	rmw_add_mem(PF, W, 2);
-	total = total + 2;
+	/* added batch on CPU 0 before A's adds, then migrated (full barrier) */
+	rmw_add_mem(PF, W, BATCH);
+	total = total + BATCH;
 	m_added = 1;
 	fold_slot(PF, BATCH, 1);
 #else
 	m_added = 1;
 	do
-	:: k < NF -> fold_slot(PF, 1, 1); k++ /* fold_all */
+	:: k < NF ->
+#ifdef CARRY
+		barrier(PF); /* tally__counter_fold_slot's fence */
+#endif
+		fold_slot(PF, 1, 1); k++ /* fold_all */
 	:: else -> break
 	od;
 #endif
@@ -170,6 +210,8 @@ proctype folder()
 
 init
 {
+	mem[W] = OFF;
+	mem[B] = OFF;
 	atomic {
 		run drainer(PA);
 		run drainer(PF);
@@ -177,8 +219,8 @@ init
 		run folder()
 	}
 	done == 2 && buf[PA].n == 0 && buf[PF].n == 0;
-	assert(mem[COUNT] == mem[B]);
-	assert(mem[W] == total);
+	assert(mem[COUNT] == mem[B] - OFF);
+	assert(mem[W] - OFF == total);
 #ifndef EXACT_ONLY
 	assert(mem[W] - mem[B] < BOUND && mem[W] - mem[B] > -BOUND)
 #endif
