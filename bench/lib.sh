@@ -45,3 +45,40 @@ tally_bench_get() {
       for (i = 5; i <= NF; i++) { split($i, kv, "="); if (kv[1] == f) { print kv[2]; exit } }
     }'
 }
+
+# tally_bench_merge NEW OUT FILTER: put the results of NEW into OUT. With
+# FILTER "." (every benchmark) OUT becomes NEW; otherwise OUT keeps its
+# benchmarks whose run_name NEW does not have, NEW's are added, and OUT's
+# context is NEW's. A NEW without benchmarks leaves OUT alone.
+tally_bench_merge() {
+  local new=$1 out=$2 filter=$3
+  if [ ! -s "$new" ] || [ "$(jq '.benchmarks | length' "$new" 2>/dev/null || echo 0)" = 0 ]; then
+    echo "bench: no benchmark matched '$filter' here; $out left as it was"
+    return 0
+  fi
+  if [ "$filter" = . ] || [ ! -s "$out" ]; then
+    cp "$new" "$out"
+    return 0
+  fi
+  jq -s '
+    (.[0].benchmarks | map(.run_name) | unique) as $names
+    | .[0] + { benchmarks: ([.[1].benchmarks[] | select(.run_name as $n | $names | index($n) | not)]
+                            + .[0].benchmarks) }' "$new" "$out" > "$new.merged" &&
+    mv "$new.merged" "$out"
+}
+
+# tally_bench_spread FILE...: per run_name with repetitions, the median,
+# min and max of items_per_second over the repetitions: run_name, threads,
+# median, min, max (TSV).
+tally_bench_spread() {
+  jq -r '
+    [.benchmarks[] | select(.run_type == "iteration" and (.items_per_second // 0) > 0)]
+    | group_by(.run_name)[]
+    | (map(.items_per_second) | sort) as $v
+    | select(($v | length) > 1)
+    | [ .[0].run_name, (.[0].threads // 1),
+        (if ($v | length) % 2 == 1 then $v[($v | length - 1) / 2]
+         else ($v[($v | length) / 2 - 1] + $v[($v | length) / 2]) / 2 end),
+        $v[0], $v[-1] ]
+    | @tsv' "$@"
+}

@@ -38,8 +38,9 @@ series() { # files prefix outdir [scale: ips->Mops | ns-per-op]
 
 plot_lines() { # outpng title xlabel ylabel logscale-y datadir [xtics]
   local png=$1 title=$2 xl=$3 yl=$4 logy=$5 dir=$6
-  local files=("$dir"/*.dat)
-  [ -f "${files[0]}" ] || return 0
+  local files=()
+  [ -d "$dir" ] && files=("$dir"/*.dat)
+  [ ${#files[@]} -gt 0 ] && [ -f "${files[0]}" ] || return 0
   {
     echo "set terminal pngcairo size 900,560 font 'sans,10'"
     echo "set output '$png'"
@@ -72,19 +73,19 @@ plot_lines() { # outpng title xlabel ylabel logscale-y datadir [xtics]
 }
 
 shopt -s nullglob
-if [ -f "$results/counter.json" ]; then
+if [ -s "$results/counter.json" ]; then
   series "$results/counter.json" counter_add "$tmp/counter" mops
   plot_lines "$plots/counter_threads.png" "counter add: throughput vs threads (all threads together)" \
     threads "Mops/s (log)" 1 "$tmp/counter"
 fi
-if [ -f "$results/vec.json" ]; then
+if [ -s "$results/vec.json" ]; then
   series "$results/vec.json" vec_mod "$tmp/vec" mops
   for f in "$tmp/vec"/*.dat; do mv "$f" "$tmp/vec/mod_$(basename "$f")"; done
   series "$results/vec.json" vec_inc "$tmp/vecinc" mops
   for f in "$tmp/vecinc"/*.dat; do mv "$f" "$tmp/vec/inc_$(basename "$f")"; done
   plot_lines "$plots/vec_threads.png" "tally_vec: throughput vs threads" threads "Mops/s" 0 "$tmp/vec"
 fi
-if [ -f "$results/rstat.json" ]; then
+if [ -s "$results/rstat.json" ]; then
   mkdir -p "$tmp/depth"
   for p in group_mod group_mod_flushed; do
     series "$results/rstat.json" "$p" "$tmp/d_$p" ns
@@ -93,13 +94,13 @@ if [ -f "$results/rstat.json" ]; then
   plot_lines "$plots/group_depth.png" "group update: ns per update per thread vs depth" \
     "depth (levels below the root)" "ns per update (log)" 1 "$tmp/depth"
 fi
-if [ -f "$results/scaling_counter.json" ] || [ -f "$results/scaling_rstat.json" ]; then
+if [ -s "$results/scaling_counter.json" ] || [ -s "$results/scaling_rstat.json" ]; then
   mkdir -p "$tmp/scale"
-  if [ -f "$results/scaling_counter.json" ]; then
+  if [ -s "$results/scaling_counter.json" ]; then
     series "$results/scaling_counter.json" counter_add "$tmp/sc" mops
     for f in "$tmp/sc"/*.dat; do mv "$f" "$tmp/scale/counter_$(basename "$f")"; done
   fi
-  if [ -f "$results/scaling_rstat.json" ]; then
+  if [ -s "$results/scaling_rstat.json" ]; then
     # group_mod at depth 4, as throughput per thread count
     tally_bench_rows "$results/scaling_rstat.json" | awk -F'\t' -v out="$tmp/scale" '
       $1 ~ /\/depth:4\// {

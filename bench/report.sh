@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 results=${1:-bench/results}
 files=()
 for f in "$results"/{counter,vec,rstat,cost,monotonic_w32,monotonic_w64}.json; do
-  [ -f "$f" ] && files+=("$f")
+  [ -s "$f" ] && files+=("$f")
 done
 [ ${#files[@]} -gt 0 ] || { echo "report.sh: no results in $results" >&2; exit 1; }
 rows=$(tally_bench_rows "${files[@]}")
@@ -43,6 +43,27 @@ for impl in tally tally_batch32 tally_nofold tally_pcpu_atomic thread_local shar
   echo
 done
 echo
+
+# The spread over the repetitions of this run: a row whose fastest and
+# slowest repetition differ by more than 25% is flagged; its median is not
+# a figure to quote.
+spread=$(tally_bench_spread "${files[@]}")
+if [ -n "$spread" ]; then
+  nrows=$(wc -l <<<"$spread")
+  flagged=$(awk -F'\t' '$4 > 0 && $5 / $4 > 1.25' <<<"$spread")
+  nflag=0
+  [ -n "$flagged" ] && nflag=$(wc -l <<<"$flagged")
+  echo "### Spread over the repetitions"
+  echo
+  echo "$nflag of $nrows rows with repetitions have runs that disagree (max/min > 1.25):"
+  echo
+  if [ "$nflag" -gt 0 ]; then
+    echo "| benchmark | median Mops/s | min | max | max/min |"
+    echo "|---|---|---|---|---|"
+    awk -F'\t' '{ printf "| %s | %.1f | %.1f | %.1f | **%.2f** |\n", $1, $3 / 1e6, $4 / 1e6, $5 / 1e6, $5 / $4 }' <<<"$flagged"
+    echo
+  fi
+fi
 
 if [ -n "$(get "pcpu_add/tally/real_time/threads:1" ips)" ]; then
   echo "### The per-CPU add alone (no fold): aggregate Mops/s (ns per add per thread)"
@@ -106,12 +127,29 @@ if [ -n "$t1" ] && [ -n "$tl1" ]; then
 fi
 if [ -n "$t1" ] && [ -n "$t2" ]; then
   r=$(calc "$t2 / $t1")
-  echo "| counter add, 2 threads >= 1.8x 1 thread | ${r}x | $(verdict "$r >= 1.8") |"
+  echo "| counter add (default batch), 2 threads >= 1.6x 1 thread | ${r}x | $(verdict "$r >= 1.6") |"
+fi
+n2=$(get "$(add tally_nofold 2)" ips)
+if [ -n "$t2" ] && [ -n "$n2" ]; then
+  r=$(calc "$t2 / $n2")
+  echo "| counter add (default batch), 2 threads >= 0.9x the bare per-CPU add (tally_nofold) | ${r}x | $(verdict "$r >= 0.9") |"
 fi
 if [ -n "$t2" ] && [ -n "$a2" ]; then
   r=$(calc "$t2 / $a2")
   echo "| counter add, 2 threads >= 5x shared atomic (2 threads) | ${r}x | $(verdict "$r >= 5") |"
 fi
+for t in 1 2 4; do
+  tt=$(get "$(add tally $t)" ips)
+  [ -n "$tt" ] || continue
+  worst="" wr=""
+  for b in striped shared_atomic mutex urcu_uatomic; do
+    v=$(get "$(add $b $t)" ips)
+    [ -n "$v" ] || continue
+    r=$(calc "$tt / $v")
+    if [ -z "$wr" ] || awk "BEGIN { exit !($r < $wr) }"; then wr=$r worst=$b; fi
+  done
+  [ -n "$wr" ] && echo "| counter add ($t thread(s)) ahead of every exact baseline (striped, shared atomic, mutex, uatomic) | ${wr}x the closest ($worst) | $(verdict "$wr > 1") |"
+done
 for t in 1 2; do
   d1=$(get "$(gm tally 1 $t)" ips) d8=$(get "$(gm tally 8 $t)" ips)
   if [ -n "$d1" ] && [ -n "$d8" ]; then
