@@ -99,8 +99,11 @@ extern "C" {
 
 /* ---- word types -------------------------------------------------------- */
 #if TALLY_WORD_BITS == 64
-typedef uint64_t tally_uword;
-typedef int64_t tally_sword;
+/* Aligned to 8 even where the ABI aligns 64-bit members to 4 (i386): a
+ * 64-bit atomic load or store there (SSE or x87 move, cmpxchg8b) is
+ * single-copy atomic only on an aligned word. */
+typedef uint64_t tally_uword __attribute__((aligned(8)));
+typedef int64_t tally_sword __attribute__((aligned(8)));
 #  define TALLY_SWORD_MAX INT64_MAX
 #  define TALLY_SWORD_MIN INT64_MIN
 #  define TALLY_UWORD_MAX UINT64_MAX
@@ -111,6 +114,8 @@ typedef int32_t tally_sword;
 #  define TALLY_SWORD_MIN INT32_MIN
 #  define TALLY_UWORD_MAX UINT32_MAX
 #endif
+
+typedef char tally__word_is_aligned[__alignof__(tally_uword) == sizeof(tally_uword) ? 1 : -1];
 
 /*
  * Unsigned to signed without implementation-defined conversion: values past

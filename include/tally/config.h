@@ -25,15 +25,16 @@
 
 /*
  * TALLY_WORD_BITS: width of tally_uword / tally_sword, 32 or 64.
- * Default: the width of long (the kernel's unsigned long counters). Setting
- * 32 on a 64-bit host reproduces 32-bit wraparound in seconds.
+ * Default: 64 on every host, 32-bit ones included. The kernel's counters
+ * are unsigned long, 32 bits there, but a byte counter that wraps at 4 GiB
+ * surprises users of a library. On a 32-bit host a 64-bit word costs a
+ * cmpxchg8b loop (i386) or ldrexd/strexd (arm) per add, about twice the
+ * time of a 32-bit add, and never the rseq path. Define 32 for the
+ * kernel's behaviour and cheaper adds there; on a 64-bit host 32
+ * reproduces 32-bit wraparound in seconds.
  */
 #ifndef TALLY_WORD_BITS
-#  if defined(__SIZEOF_LONG__) && __SIZEOF_LONG__ == 8
-#    define TALLY_WORD_BITS 64
-#  else
-#    define TALLY_WORD_BITS 32
-#  endif
+#  define TALLY_WORD_BITS 64
 #endif
 #if TALLY_WORD_BITS != 32 && TALLY_WORD_BITS != 64
 #  error "TALLY_WORD_BITS must be 32 or 64"
