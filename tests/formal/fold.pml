@@ -4,32 +4,46 @@
  * b, and does it matter?
  *
  * Per CPU slot a never-reset word w and a base b; the shared count. The
- * code (one CPU slot modelled, slot 0, of a counter with batch BATCH):
+ * original design (the default here; one CPU slot modelled, slot 0, batch
+ * BATCH):
  *   tally_counter_add(d) on CPU 0, rseq path (tally__rseq_add): a plain
- *     load, add and store of w (no lock prefix, no fence), then
+ *     load, add and store of w (no lock prefix, no fence), then always
  *   tally__counter_fold_slot(0, batch):
  *     loop { b0 = load_acquire(b); w0 = load(w); lc = w0 - b0;
- *            if (|local| < limit) return;
- *            if (CAS_release(b, b0 -> w0)) count += local;   (lock cmpxchg,
- *          }                                                   lock xadd)
+ *            if (|lc| < limit) return;
+ *            if (CAS_release(b, b0 -> w0)) count += lc;   (lock cmpxchg,
+ *          }                                                lock xadd)
  *   a fold of slot 0 from another CPU, concurrently: fold_all
  *     (tally__counter_fold_slot(0, 1)), or with -DMIGRATED an adder that
- *     added on CPU 0 (its store visible: migration passes a full barrier)
- *     and, migrated, folds slot 0 with limit batch.
+ *     added batch on CPU 0 (its store visible: migration passes a full
+ *     barrier) and, migrated, folds slot 0 with limit batch.
  * Memory (sbuf.pml, x86 TSO): the adder's plain store of w waits in its
  * store buffer; its load of b may be satisfied before that store is
  * visible; lock-prefixed CAS and add are full barriers.
  *
- * The adder makes NA adds, each delta chosen by SPIN from -2..2 (not 0;
- * -3..3 with -DBIG);
- * the folder folds once (NF times with -DNF=n). At the end (everything
- * returned, buffers empty) the model asserts
- *   count == b              no fold lost or doubled a count (initial 0:
- *                           count - sum(b) never changes)
- *   w == sum of the deltas  the exact sum (tally_counter_sum) is exact
- *   |w - b| < BOUND         the slot's share of read()'s error
- *                           (BOUND = batch: what the documented error bound,
- *                           batch * slots while adds are quiescent, is made of)
+ * The adder makes NA adds, each delta chosen by SPIN from -2..2 but 0
+ * (-3..3 with -DBIG); the folder folds once (NF times with -DNF=n). At the
+ * end (everything returned, buffers empty) the model asserts
+ *   count == b - b_start     no fold lost or doubled a count
+ *                            (count - sum(b) never changes)
+ *   w - w_start == deltas    the exact sum (tally_counter_sum) is exact
+ *   |w - b| < BOUND          the slot's share of read()'s error (BOUND =
+ *                            batch: what the original documented bound,
+ *                            batch * slots while adds are quiescent, is
+ *                            made of)
+ * (w and b start at OFF, not 0, so that values stay positive for the carry
+ * test below; the trails are given relative to it.)
+ *
+ * Result for the original design: sums stay exact and no count is lost or
+ * doubled under any interleaving and store buffering (-DEXACT_ONLY), but
+ * the error bound does not hold: a fold from another CPU racing an rseq
+ * add can leave a slot at |w - b| >= batch after every call returned, and
+ * each further race can add up to batch - 1 more (-DBIG ... -DBOUND=3), so
+ * read() and tally_counter_compare() (which trusts read() outside the
+ * bound) can be wrong by more than the documented bound. Sequentially
+ * consistent memory keeps the bound (-DSC), and so does a lock-prefixed
+ * add (-DLOCKED_ADD) or a membarrier() by remote folders (-DFIX_MEMB).
+ *
  * Variants (spin -D...):
  *   (default)      fold_all vs the rseq add.          expected: FAIL (bound)
  *   -DMIGRATED     migrated adder's fold vs the add.   expected: FAIL (bound)
@@ -60,7 +74,8 @@
  *                  race takes the slot to |local| 3 (each race can add
  *                  batch - 1 more).                    expected: FAIL
  *
- * Trail of the default variant (spin -t -p fold.pml), summarized, batch 2:
+ * Trail of the default variant (spin -t -p fold.pml), summarized, batch 2,
+ * values relative to the start:
  *   A: add -1: w = -1 (visible), its fold sees local -1: |-1| < 2, returns.
  *   A: add +2: w = 1 goes into A's store buffer.
  *   F (fold_all): loads b = 0, w = -1 (A's store not visible): local -1.
