@@ -100,13 +100,24 @@ class StripedCounter {
 	std::unique_ptr<Cell[]> cells_;
 	unsigned mask_;
 
+	/* A per-thread probe, like ThreadLocalRandom's: seeds drawn from a
+	 * shared sequence (golden-ratio steps, then mixed), nonzero. Seeding
+	 * from the thread id with the low bit forced on, as this baseline did
+	 * before, started every thread on cell 1 of a 2-cell table (2 CPUs),
+	 * and the main thread (benchmark thread 0) kept its rehashed probe
+	 * from one run to the next, so whether two threads shared a cell
+	 * depended on the runs before. */
 	static uint32_t &probe()
 	{
+		static std::atomic<uint64_t> seeder{0};
 		static thread_local uint32_t h;
 		if (!h) {
-			/* A nonzero per-thread seed. */
-			size_t id = std::hash<std::thread::id>()(std::this_thread::get_id());
-			h = (uint32_t)(id ^ (id >> 32)) | 1u;
+			uint64_t z = seeder.fetch_add(0x9e3779b97f4a7c15ull, std::memory_order_relaxed);
+			z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdull;
+			z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ull;
+			h = (uint32_t)(z ^ (z >> 33));
+			if (!h)
+				h = 1;
 		}
 		return h;
 	}
