@@ -20,6 +20,8 @@
  *                        passes cache_size (default 1000); read_fast reads
  *                        the shared word, read_full adds every cache (not
  *                        exact while threads are adding).
+ *   ThreadCachedExact    a per-thread front end with exact sums that loses
+ *                        nothing at thread exit (see the class).
  *   LegacyNode           the lock-and-walk producer of the reference
  *                        consumer's legacy mode: an update takes each
  *                        ancestor's mutex in turn and applies the classic
@@ -234,6 +236,56 @@ public:
 		for (unsigned i = 0; i < n && i < kMaxThreads; i++)
 			s += caches_[i].v.load(std::memory_order_relaxed);
 		return s;
+	}
+};
+
+/*
+ * ThreadCachedExact - a per-thread front end with exact sums and nothing
+ * lost at thread exit, to size what such a front end to tally_counter
+ * would cost and give. Each thread owns a slot (ThreadIds: reused, never
+ * freed, after its thread exits) with a never-reset word w, written by
+ * its owner only (relaxed load + store: no RMW), and a base: every
+ * cache_size the owner moves w - base into the shared target (one atomic
+ * add) and advances base. sum() adds every slot's w: exact whatever the
+ * threads do, and a thread that exits leaves its w in the slot, which the
+ * next thread to take the slot keeps adding to (the hand-over goes through
+ * ThreadIds' mutex). read_fast() is the target: it lags by at most
+ * cache_size per slot ever used.
+ */
+class ThreadCachedExact {
+	static constexpr unsigned kMaxThreads = 1024;
+	struct alignas(kLine) Slot {
+		std::atomic<uint64_t> w{0}; /* written by the owner only */
+		uint64_t base = 0;          /* owner only */
+	};
+	alignas(kLine) std::atomic<uint64_t> target_{0};
+	uint64_t cache_size_;
+	std::unique_ptr<Slot[]> slots_;
+
+public:
+	explicit ThreadCachedExact(uint64_t cache_size = 1000)
+		: cache_size_(cache_size), slots_(new Slot[kMaxThreads])
+	{
+	}
+	void add(uint64_t d)
+	{
+		Slot &s = slots_[ThreadIds::mine() % kMaxThreads];
+		uint64_t w = s.w.load(std::memory_order_relaxed) + d;
+		s.w.store(w, std::memory_order_relaxed);
+		int64_t local = (int64_t)(w - s.base);
+		if (local >= (int64_t)cache_size_ || local <= -(int64_t)cache_size_) {
+			target_.fetch_add(w - s.base, std::memory_order_relaxed);
+			s.base = w;
+		}
+	}
+	uint64_t read_fast() const { return target_.load(std::memory_order_relaxed); }
+	uint64_t sum() const
+	{
+		uint64_t t = 0;
+		unsigned n = ThreadIds::get().high();
+		for (unsigned i = 0; i < n && i < kMaxThreads; i++)
+			t += slots_[i].w.load(std::memory_order_relaxed);
+		return t;
 	}
 };
 

@@ -5,9 +5,9 @@
  * benchmarks of bench_counter.c, with the same names and checks as ever:
  *
  *   counter_add/{thread_local,shared_atomic,mutex,urcu_uatomic,striped,
- *                thread_cached}
+ *                thread_cached,thread_cached_exact}
  *   counter_read/{shared_atomic,thread_cached}, counter_sum/{striped,
- *   thread_cached}
+ *   thread_cached,thread_cached_exact}
  *
  * Every add benchmark checks its total to the last unit.
  */
@@ -50,6 +50,7 @@ uint64_t total(tb::MutexCounter *c) { return c->read(); }
 uint64_t total(tb::UatomicCounter *c) { return c->read(); }
 uint64_t total(tb::StripedCounter *c) { return (uint64_t)c->sum(); }
 uint64_t total(tb::ThreadCachedCounter *c) { return (uint64_t)c->read_full(); }
+uint64_t total(tb::ThreadCachedExact *c) { return c->sum(); }
 
 /* One object per run, made by thread 0 before the start barrier. */
 template <class T> struct Shared {
@@ -107,6 +108,7 @@ uint64_t atomic_read(tb::SharedAtomic *c) { return c->read(); }
 uint64_t striped_sum(tb::StripedCounter *c) { return (uint64_t)c->sum(); }
 uint64_t cached_fast(tb::ThreadCachedCounter *c) { return (uint64_t)c->read_fast(); }
 uint64_t cached_full(tb::ThreadCachedCounter *c) { return (uint64_t)c->read_full(); }
+uint64_t exact_sum(tb::ThreadCachedExact *c) { return c->sum(); }
 
 struct cbench *writers_arg(struct cbench *b)
 {
@@ -123,6 +125,7 @@ CBENCH_INIT(register_counter_baselines)
 	Shared<tb::UatomicCounter>::register_add("counter_add/urcu_uatomic");
 	Shared<tb::StripedCounter>::register_add("counter_add/striped");
 	Shared<tb::ThreadCachedCounter>::register_add("counter_add/thread_cached");
+	Shared<tb::ThreadCachedExact>::register_add("counter_add/thread_cached_exact");
 	writers_arg(cbench_register("counter_read/shared_atomic",
 				    baseline_read<tb::SharedAtomic, atomic_read>, nullptr));
 	writers_arg(cbench_register("counter_sum/striped",
@@ -131,4 +134,6 @@ CBENCH_INIT(register_counter_baselines)
 				    baseline_read<tb::ThreadCachedCounter, cached_fast>, nullptr));
 	writers_arg(cbench_register("counter_sum/thread_cached",
 				    baseline_read<tb::ThreadCachedCounter, cached_full>, nullptr));
+	writers_arg(cbench_register("counter_sum/thread_cached_exact",
+				    baseline_read<tb::ThreadCachedExact, exact_sum>, nullptr));
 }
