@@ -34,7 +34,7 @@ echo "### Counter add: aggregate Mops/s (ns per add per thread)"
 echo
 echo "| counter | 1 thread | 2 threads | 4 threads |"
 echo "|---|---|---|---|"
-for impl in tally tally_batch32 tally_nofold tally_pcpu_atomic thread_local shared_atomic urcu_uatomic mutex striped thread_cached; do
+for impl in tally tally_batch32 tally_nofold tally_pcpu_atomic thread_local shared_atomic urcu_uatomic mutex striped thread_cached thread_cached_exact; do
   [ -n "$(get "$(add $impl 1)" ips)" ] || continue
   printf '| %s |' "$impl"
   for t in 1 2 4; do
