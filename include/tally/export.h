@@ -386,6 +386,13 @@ static inline void tally_export_destroy(struct tally_export *e)
 	memset(e, 0, sizeof(*e));
 }
 
+/* A help text with nothing but blanks is no help text: parsers trim it
+ * away and promtool reports "no help text". */
+static inline bool tally__xhelp_given(const char *h)
+{
+	return h && h[strspn(h, " \t")] != '\0';
+}
+
 static inline char *tally__xstrdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
@@ -531,7 +538,7 @@ static inline int tally__xcollect_counter(struct tally_export *e, struct tally__
 /*
  * tally_export_add_counter - export c as one family called name (a
  * counter's samples are name_total), with help text help (NULL: a generic
- * one), as kind TALLY_EXPORT_COUNTER (widened exact sum; the counter must
+ * one; also for "" or only blanks), as kind TALLY_EXPORT_COUNTER (widened exact sum; the counter must
  * only be added to) or TALLY_EXPORT_GAUGE (the signed exact sum).
  * Returns 0, -EINVAL (bad name, help or kind; NULL e or c; see
  * tally_export_error()) or -ENOMEM; nothing registered on failure. c must
@@ -561,7 +568,8 @@ static inline int tally_export_add_counter(struct tally_export *e, const char *n
 	s.val = (uint64_t *)calloc(1, sizeof(*s.val));
 	s.cap_val = 1;
 	f.name = tally__xstrdup(name);
-	f.help = help && *help ? tally__xstrdup(help) : tally__xjoin("tally counter", NULL, NULL);
+	f.help = tally__xhelp_given(help) ? tally__xstrdup(help)
+					  : tally__xjoin("tally counter", NULL, NULL);
 	f.kind = (unsigned char)kind;
 	f.stat = 1;
 	if (!s.kinds || !s.ser || !s.val) {
@@ -620,7 +628,7 @@ static inline void tally__xfams_fill(struct tally__xfam *fams, unsigned n, const
 			nm = num;
 		}
 		fams[i].name = tally__xjoin(prefix, nm, NULL);
-		if (helps && helps[i] && *helps[i])
+		if (helps && tally__xhelp_given(helps[i]))
 			fams[i].help = tally__xstrdup(helps[i]);
 		else
 			fams[i].help = tally__xjoin(what, NULL, NULL);
