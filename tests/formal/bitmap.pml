@@ -51,6 +51,19 @@
  *                    membarrier() (every thread passes a full barrier
  *                    while it runs: all buffers empty at one instant).
  *                                                          expected: PASS
+ *   -DLEAF_WORD      as tally__rstat_mark_dirty() / tally__rstat_drain()
+ *                    lay the bits out: groups 0 and 1 share one leaf word
+ *                    (bits 1 << g) under one summary bit; an update ORs its
+ *                    bit in only if clear; the drain exchanges the summary,
+ *                    then the whole leaf word (no load first), and links
+ *                    the groups whose bits it took. Combines with the
+ *                    flags above; check.sh runs it alone (PASS), with
+ *                    -DNOBARRIER (FAIL), -DMEMBARRIER (PASS). With
+ *                    -DRELAXED_RMW it passes here only because this memory
+ *                    model keeps a process's stores in order (TSO) and the
+ *                    drain's leaf clear then waits behind its summary
+ *                    clear: no evidence for relaxed bit RMWs on CPUs that
+ *                    reorder stores (not modelled).
  *   -DSC             sequentially consistent: every store visible at once.
  *                                                          expected: PASS
  *   -DSC -DNOBARRIER passes too: the barriers matter only because stores
@@ -80,6 +93,7 @@
 #define NG 2     /* groups */
 #define WORD0 0  /* WORD0 + g: group g's word on this slot */
 #define LEAF0 2  /* LEAF0 + g: group g's leaf bit */
+#define LEAFW 2  /* with -DLEAF_WORD: one leaf word, bit 1 << g for group g */
 #define SUMM 4
 #define ADONE 5  /* A's mod returned */
 #define NV 6
@@ -115,8 +129,10 @@ byte seen0;      /* group 0's word as last read by a flush */
 
 #ifdef RELAXED_RMW
 #define BIT_XCHG(me, v, x, r) rmw_xchg_buf(me, v, x, r)
+#define BIT_OR(me, v, x, r) rmw_or_buf(me, v, x, r)
 #else
 #define BIT_XCHG(me, v, x, r) rmw_xchg_mem(me, v, x, r)
+#define BIT_OR(me, v, x, r) rmw_or_mem(me, v, x, r)
 #endif
 
 #ifdef BIT_FENCES
@@ -138,11 +154,20 @@ proctype updater(byte me; byte g; byte d)
 	rmw_add_buf(me, WORD0 + g, d, r);
 	SETTLE(me);
 	BARRIER_U(me);
+#ifdef LEAF_WORD
+	/* tally__rstat_mark_dirty(): bit 1 << g of the shared leaf word */
+	load(me, LEAFW, r);
+	if
+	:: (r & (1 << g)) == 0 -> BIT_OR(me, LEAFW, 1 << g, r); SETTLE(me)
+	:: else -> skip
+	fi;
+#else
 	load(me, LEAF0 + g, r);
 	if
 	:: r == 0 -> BIT_XCHG(me, LEAF0 + g, 1, r); SETTLE(me)
 	:: else -> skip
 	fi;
+#endif
 	BIT_FENCE(me);
 	load(me, SUMM, r);
 	if
@@ -155,6 +180,35 @@ proctype updater(byte me; byte g; byte d)
 	fi
 }
 
+#ifdef LEAF_WORD
+/* tally__rstat_drain(): if (summary) { x = xchg(summary, 0);
+ * if (x) { y = xchg(leaf word, 0); link every group whose bit is in y } } */
+inline drain()
+{
+	load(PF, SUMM, r);
+	if
+	:: r ->
+		BIT_XCHG(PF, SUMM, 0, r);
+		SETTLE(PF);
+		BIT_FENCE(PF);
+		if
+		:: r ->
+			BIT_XCHG(PF, LEAFW, 0, r);
+			SETTLE(PF);
+			if
+			:: r & 1 -> linked[0] = 1
+			:: else -> skip
+			fi;
+			if
+			:: r & 2 -> linked[1] = 1
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi
+}
+#else
 inline drain()
 {
 	load(PF, SUMM, r);
@@ -183,6 +237,7 @@ inline drain()
 	:: else -> skip
 	fi
 }
+#endif
 
 inline flush_linked()
 {

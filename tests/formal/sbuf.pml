@@ -149,3 +149,26 @@ inline rmw_add_mem(me, v, add)
 		mem[v] = mem[v] + add
 	}
 }
+
+/* atomic OR on memory, buffer empty (lock or): r = old value */
+inline rmw_or_mem(me, v, x, r)
+{
+	atomic {
+		buf[me].n == 0 && inbuf[v] == 0 ->
+		r = mem[v];
+		mem[v] = r | x
+	}
+}
+
+/* atomic OR through the buffer (relaxed): r = old value */
+inline rmw_or_buf(me, v, x, r)
+{
+	atomic {
+		inbuf[v] == 0 && buf[me].n < BUFSZ ->
+		r = mem[v];
+		buf[me].var[buf[me].n] = v;
+		buf[me].val[buf[me].n] = r | x;
+		buf[me].n++;
+		inbuf[v]++
+	}
+}
