@@ -414,9 +414,14 @@ Test(vec_api, mod_multi_values_and_folds)
 	cr_assert_eq(tally_vec_mod_multi(&v, a, 2), 0);
 	expect(&v, 0, 12, 12);
 	expect(&v, 1, 0, -8);
-	/* Mixed with single updates on the same item. */
-	tally_vec_mod(&v, 1, -3); /* -11: fold */
-	expect(&v, 1, -11, -11);
+	/* Single updates on the same item have their own word and base:
+	 * bank diff -8 and word diff -3 each stay within 10. */
+	tally_vec_mod(&v, 1, -3);
+	expect(&v, 1, 0, -11);
+	tally_vec_mod(&v, 1, -8); /* word diff -11: fold */
+	expect(&v, 1, -11, -19);
+	tally_vec_mod_multi(&v, &a[1], 1); /* bank diff -12: fold */
+	expect(&v, 1, -23, -23);
 	cr_assert_eq(tally_vec_mod_multi(&v, dup, 3), 0);
 	expect(&v, 2, 0, 3);
 	cr_assert_eq(tally_vec_mod_multi(&v, NULL, 0), 0); /* nothing */

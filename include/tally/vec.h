@@ -31,12 +31,15 @@
  * the CPU's words, and its O(1) readers return the exact value (O(CPUs)).
  *
  * As in tally_counter, per CPU and item a never-reset word w and a base b
- * (diff = value - b); a fold moves diff into the global and advances b by
- * CAS, so the exact value (the sum of every w) never depends on folds.
- * With TALLY_VEC_MULTI each CPU and item also has two bank words g[0],
- * g[1] that multi-item updates add to (with atomic RMWs, never the rseq
- * path); the CPU's value of the item is then w + g[0] + g[1], still never
- * reset, and folds and exact sums use that.
+ * (diff = w - b); a fold (tally__pcpu_fold) moves diff into the global and
+ * advances b by CAS, so the exact value (the sum of every w) never depends
+ * on folds. With TALLY_VEC_MULTI each CPU and item also has two bank words
+ * g[0], g[1] that multi-item updates add to (with atomic RMWs, never the
+ * rseq path), each with its own base, folded past the item's threshold as
+ * mod folds; the CPU's value of the item is w + g[0] + g[1], still never
+ * reset, and exact sums use that. (So for a MULTI vec the O(1) readers'
+ * bound is three times the threshold per CPU slot: each word's diff stays
+ * within it on its own.)
  *
  * Values come in two kinds:
  *   raw:          everything ever added, modulo 2^W; never moved by a
@@ -67,7 +70,8 @@ extern "C" {
 /* No item folds (as if every threshold were TALLY_VEC_EXACT). */
 #define TALLY_VEC_EXACT_ONLY 0x1u
 /* Multi-item updates (tally_vec_mod_multi) and snapshots that see each
- * one whole: two more words per CPU and item. */
+ * one whole: four more words per CPU and item; the O(1) readers' bound
+ * triples (3 * threshold per CPU slot). */
 #define TALLY_VEC_MULTI 0x2u
 #define TALLY__VEC_FLAGS (TALLY_VEC_EXACT_ONLY | TALLY_VEC_MULTI)
 
@@ -99,7 +103,8 @@ struct tally_vec_delta {
 	tally_sword delta;
 };
 
-/* A CPU's words for one item: w, b, then (TALLY_VEC_MULTI) g[0], g[1]. */
+/* A CPU's words for one item: w, b, then (TALLY_VEC_MULTI) the banks
+ * g[0], g[1] and their bases gb[0], gb[1]. */
 struct tally__vec_pcpu {
 	tally_uword w; /* never reset; written by tally__pcpu_add only */
 	tally_uword b; /* value - diff; changed by CAS only */
@@ -209,7 +214,7 @@ static inline int tally_vec_init_opts(struct tally_vec *v, const struct tally_ve
 	n.tally__nr_items = nr;
 	n.tally__threshold = t;
 	n.tally__flags = o->flags;
-	words = (o->flags & TALLY_VEC_MULTI) ? 4 : 2;
+	words = (o->flags & TALLY_VEC_MULTI) ? 6 : 2;
 	n.tally__istride = words * sizeof(tally_uword);
 	n.tally__global = (tally_uword *)calloc(3 * (size_t)nr, sizeof(tally_uword));
 	n.tally__thr = (int *)malloc((size_t)nr * sizeof(int));
@@ -321,6 +326,13 @@ TALLY__INLINE tally_uword *tally__vec_bank(const struct tally_vec *v, unsigned s
 	return (tally_uword *)tally__vec_slot(v, s, item) + 2;
 }
 
+/* The bases of the bank words (TALLY_VEC_MULTI only). */
+TALLY__INLINE tally_uword *tally__vec_bank_base(const struct tally_vec *v, unsigned s,
+						unsigned item)
+{
+	return (tally_uword *)tally__vec_slot(v, s, item) + 4;
+}
+
 /* Slot s's in-flight counters of multi-item updates, per bank. */
 TALLY__INLINE tally_uword *tally__vec_inflight(const struct tally_vec *v, unsigned s)
 {
@@ -341,13 +353,10 @@ TALLY__INLINE tally_uword tally__vec_value(const struct tally_vec *v,
 }
 
 /*
- * Fold slot s's diff for item while it is past the item's threshold.
- * kind: 0 for mod (|diff| > t, no overstep), +1 for inc, -1 for dec
- * (overstep t/2). Never folds an item with threshold TALLY_VEC_EXACT.
- * Lock-free, and conserving as in tally_counter: each successful CAS moves
- * exactly (new b - old b) into the global. b is loaded acquire before the
- * value words, pairing with the release CAS of the fold that stored it;
- * the loop re-checks after every attempt (see tally__counter_fold_slot).
+ * Fold slot s's diff of item (its word w) while it is past the item's
+ * threshold: tally__pcpu_fold, lock-free and conserving. kind: 0 for mod
+ * (|diff| > t, no overstep), +1 for inc, -1 for dec (overstep t/2). Never
+ * folds an item with threshold TALLY_VEC_EXACT.
  */
 TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigned item, int kind)
 {
@@ -355,27 +364,20 @@ TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigne
 	tally_sword t = v->tally__thr[item];
 	if (t < 0)
 		return;
-	for (;;) {
-		tally_sword over = 0;
-		tally_uword b = tally__load_acq(&p->b);
-		tally_uword w = tally__vec_value(v, p);
-		tally_sword diff = tally__to_signed(w - b);
-		if (kind > 0) {
-			if (diff <= t)
-				return;
-			over = t / 2;
-		} else if (kind < 0) {
-			if (diff >= -t)
-				return;
-			over = -(t / 2);
-		} else if (diff <= t && diff >= -t) {
-			return;
-		}
-		/* New diff is -over: b = w + over; the global gains diff + over. */
-		if (tally__cas_rel(&p->b, &b, w + (tally_uword)over))
-			tally__add(&v->tally__global[item],
-				   (tally_uword)diff + (tally_uword)over);
-	}
+	tally__pcpu_fold(&p->w, &p->b, &v->tally__global[item], t,
+			 kind > 0   ? TALLY__FOLD_UP
+			 : kind < 0 ? TALLY__FOLD_DOWN
+				    : TALLY__FOLD_PAST);
+}
+
+/* The same for bank k of item in slot s (as mod: no overstep). */
+TALLY__INLINE void tally__vec_fold_bank(struct tally_vec *v, unsigned s, unsigned item, unsigned k)
+{
+	tally_sword t = v->tally__thr[item];
+	if (t < 0)
+		return;
+	tally__pcpu_fold(&tally__vec_bank(v, s, item)[k], &tally__vec_bank_base(v, s, item)[k],
+			 &v->tally__global[item], t, TALLY__FOLD_PAST);
 }
 
 TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword d, int kind)
@@ -424,7 +426,7 @@ TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
  * atomic adds on the current CPU's bank words, bracketed by an increment
  * and a decrement of that CPU's in-flight counter for the bank; retried
  * only when a snapshot switched banks between reading the bank and
- * announcing itself. Then each item's fold check (as tally_vec_mod).
+ * announcing itself. Then each item's bank fold check (as tally_vec_mod).
  * Other readers (read_exact, sum) see each item's part on its own.
  */
 static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d,
@@ -463,7 +465,7 @@ static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_ve
 	 * snapshot's drain loads (seq_cst, so acquire) before it reads bank p. */
 	__atomic_fetch_sub(&in[p], 1, __ATOMIC_RELEASE);
 	for (i = 0; i < n; i++)
-		tally__vec_fold_slot(v, s, d[i].item, 0);
+		tally__vec_fold_bank(v, s, d[i].item, p);
 	return 0;
 }
 
@@ -726,6 +728,13 @@ static inline int tally_vec_reset_item(struct tally_vec *v, unsigned item)
 	return 0;
 }
 
+TALLY__INLINE void tally__vec_fold_bank_all(struct tally_vec *v, unsigned s, unsigned i,
+					    unsigned k)
+{
+	tally__pcpu_fold(&tally__vec_bank(v, s, i)[k], &tally__vec_bank_base(v, s, i)[k],
+			 &v->tally__global[i], 0, TALLY__FOLD_ALL);
+}
+
 /*
  * tally_vec_fold - fold every CPU's diffs into the globals
  * (refresh_cpu_vm_stats()): afterwards read == exact while updates are
@@ -742,13 +751,13 @@ static inline void tally_vec_fold(struct tally_vec *v)
 	for (s = 0; s < n; s++) {
 		for (i = 0; i < v->tally__nr_items; i++) {
 			struct tally__vec_pcpu *p = tally__vec_slot(v, s, i);
-			tally_uword b, w;
 			if (v->tally__thr[i] < 0)
 				continue;
-			b = tally__load_acq(&p->b);
-			w = tally__vec_value(v, p);
-			if (w != b && tally__cas_rel(&p->b, &b, w))
-				tally__add(&v->tally__global[i], w - b);
+			tally__pcpu_fold(&p->w, &p->b, &v->tally__global[i], 0, TALLY__FOLD_ALL);
+			if (v->tally__flags & TALLY_VEC_MULTI) {
+				tally__vec_fold_bank_all(v, s, i, 0);
+				tally__vec_fold_bank_all(v, s, i, 1);
+			}
 		}
 	}
 }
