@@ -137,6 +137,7 @@ struct tally_export {
 	unsigned tally__nr_src, tally__cap_src;
 	struct tally__xfam *tally__fam;
 	unsigned tally__nr_fam, tally__cap_fam;
+	size_t tally__last_len; /* the last render_alloc's length: a size guess */
 	char tally__err[256];
 };
 
@@ -946,17 +947,25 @@ static inline int tally_export_render_alloc(struct tally_export *e, int fmt, cha
 	err = tally__xcollect(e);
 	if (err)
 		return err;
-	k.buf = NULL;
-	k.cap = 0;
-	k.len = 0;
-	tally__xformat(e, fmt, &k);
-	k.cap = k.len + 1;
+	/* One pass into a buffer the size of the last render plus slack; a
+	 * second only if the output outgrew it. */
+	k.cap = e->tally__last_len + e->tally__last_len / 8 + 4096;
 	k.buf = (char *)malloc(k.cap);
 	if (!k.buf)
 		return tally__xerr(e, -ENOMEM, "out of memory", NULL, 0);
 	k.len = 0;
 	tally__xformat(e, fmt, &k);
+	if (k.len + 1 > k.cap) {
+		free(k.buf);
+		k.cap = k.len + 1;
+		k.buf = (char *)malloc(k.cap);
+		if (!k.buf)
+			return tally__xerr(e, -ENOMEM, "out of memory", NULL, 0);
+		k.len = 0;
+		tally__xformat(e, fmt, &k);
+	}
 	k.buf[k.len] = '\0';
+	e->tally__last_len = k.len;
 	*out = k.buf;
 	if (len)
 		*len = k.len;
