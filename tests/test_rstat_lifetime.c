@@ -87,7 +87,7 @@ Test(rstat_lifetime, destroy_hands_unflushed_deltas_to_parent)
 
 Test(rstat_lifetime, destroy_while_linked_in_updated_trees)
 {
-	/* Children queued on the lockless lists and linked in the updated
+	/* Children marked dirty and linked in the updated
 	 * trees by subtree flushes elsewhere, then destroyed: the flushes that
 	 * follow never touch them, and nothing is lost. */
 	struct harness_rng r = {5};
@@ -202,6 +202,61 @@ Test(rstat_lifetime, for_each_child)
 	tally_tree_destroy(t);
 }
 
+
+/* ---- an update that passed its check just before the destroy -------------------- */
+
+/*
+ * A mod inside a read-side section checks g alive, loses the CPU, g is
+ * destroyed, and the mod goes on: word add, barrier, dirty bits. Made by
+ * hand with the steps of tally_group_mod() after its check. A flush of the
+ * parent that starts after that must show the delta (the drain hands it
+ * to the nearest live ancestor), before and without the deferred free;
+ * the deferred free must not count it again. Before the fix the group was
+ * pushed on a list after its destroy and freed while listed
+ * (heap-use-after-free), and the delta never reached the parent.
+ */
+static void late_mod(struct tally_group *g, unsigned item, tally_sword d)
+{
+	struct tally_tree *t = g->tally__tree;
+	unsigned s;
+	tally__pcpu_add(&g->tally__pcpu, t->tally__word_off + item * sizeof(tally_uword),
+			(tally_uword)d, &s);
+	tally__rstat_barrier_update(t);
+	tally__rstat_mark_dirty(g, s);
+}
+
+Test(rstat_lifetime, mod_that_passed_its_check_before_destroy_reaches_the_parent)
+{
+	struct tally_tree *t = tally_tree_create(2);
+	struct tally_group *root = tally_tree_root(t), *p = tally_group_create(root);
+	struct tally_group *q = tally_group_create(p), *g = tally_group_create(q);
+	cr_assert_eq(tally_group_mod(g, 0, 3), 0);
+	tally_tree_read_lock(t);
+	cr_assert_eq(tally_group_destroy(g), 0);
+	late_mod(g, 0, 40);
+	late_mod(g, 1, -7);
+	tally_group_flush_force(q);
+	cr_assert_eq(tally_group_read(q, 0), 43);
+	cr_assert_eq(tally_group_read(q, 1), -7);
+	cr_assert_eq(tally_group_read_local(q, 0), 0);
+	/* Its parent destroyed too: the next live ancestor gets it. */
+	late_mod(g, 0, 500);
+	cr_assert_eq(tally_group_destroy(q), 0);
+	late_mod(g, 1, 1000);
+	tally_group_flush_force(p);
+	cr_assert_eq(tally_group_read(p, 0), 543);
+	cr_assert_eq(tally_group_read(p, 1), 993);
+	late_mod(g, 0, 5);
+	tally_tree_read_unlock(t);
+	/* Not drained yet: the deferred free hands it over. */
+	urcu_memb_barrier();
+	tally_group_flush_force(root);
+	cr_assert_eq(tally_group_read(root, 0), 548);
+	cr_assert_eq(tally_group_read(root, 1), 993);
+	cr_assert_eq(tally_group_read(p, 0), 548);
+	cr_assert_eq(tally_tree_nr_groups(t), 2);
+	tally_tree_destroy(t);
+}
 
 /* ---- updates racing with destroys ------------------------------------------------ */
 

@@ -27,8 +27,13 @@
  *                            (memcg_rstat_updated(), needs_flush)
  *   tally/rstat/flusher.h    the clock, the ratelimit deadline and the
  *                            periodic flusher thread (flush_memcg_stats_dwork())
- *   tally/rstat/flush.h      the flush walk and the destroy hand-over
- *                            (css_rstat_flush(), mem_cgroup_css_rstat_flush())
+ *   tally/rstat/flush.h      the flush walk and the hand-over of destroyed
+ *                            groups' counts (css_rstat_flush(),
+ *                            mem_cgroup_css_rstat_flush())
+ *   tally/rstat/lifetime.h   creating and destroying trees and groups, the
+ *                            deferred free (css_free_rwork_fn())
+ *   tally/rstat/types.h      the private parts of the two structs, one
+ *                            struct per concern
  *
  * ---- Model ----------------------------------------------------------------
  * Every group has N items. Per group and CPU slot: a never-reset word per
@@ -67,18 +72,6 @@
  * afterwards returns with that update and every earlier one of this
  * thread reflected, whether it flushed or another flush got there first.
  * See tally/rstat/threshold.h.
- *
- * Flush calls:
- *   tally_group_flush(g)              g's subtree, only if needs_flush(g)
- *   tally_group_flush_force(g)        g's subtree, always
- *   tally_group_flush_ratelimited(g)  tally_group_flush(g), only if the root
- *                                     was last flushed more than 2 periods
- *                                     ago (the periodic flusher is a full
- *                                     period late)
- *   tally_tree_flush_periodic(t)      a forced root flush: call it every
- *                                     period from an event loop, or run
- *   tally_tree_start_flusher(t, ns)   a thread that does it
- * Any flush of the root records the time (the injectable clock).
  *
  * ---- RCU: which threads must do what (default flavor: urcu-memb) -------
  * Groups are freed through liburcu: tally_group_destroy() flushes the
@@ -184,15 +177,10 @@
  * preempted or stopped one (between its leaf and its summary, say)
  * delays nobody: there is no claim to hold, and every step is idempotent.
  *
- * The barrier pair (tally/rstat/updated.h). Where the kernel has
- * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) and TALLY_RSTAT_MEMBARRIER
- * is 1 (default 0), BARRIER_U is a compiler barrier and BARRIER_F is
- * membarrier() (the urcu-memb scheme): updates stay free of fences and
- * system calls, flushes pay the IPIs (microseconds; at most one per drain
- * pass that cleared a bit, none for a pass that found nothing). Otherwise
- * (no membarrier, a failed registration, or TALLY_RSTAT_MEMBARRIER 0) both
- * are full fences. A tree takes one of the two when it is created (the
- * first creation registers the process with membarrier) and keeps it.
+ * The barrier pair: two full fences, or, with TALLY_RSTAT_MEMBARRIER 1
+ * where the kernel has private expedited membarrier(), a compiler barrier
+ * in updates and membarrier() in flushes (the urcu-memb scheme); a tree
+ * picks one at creation and keeps it (tally/rstat/updated.h).
  *
  * Destroy: under the flush lock, destroy flushes g into its parent's
  * pending, marks it dead and unlinks it. A destroyed group is never
@@ -204,14 +192,6 @@
  * did, releases the id, and frees the group once no destroyed child still
  * needs it (a reference count: 1 for the group, 1 per child not yet
  * freed, as a child's hand-over walks up through destroyed ancestors).
- *
- * ---- Memory per group ----------------------------------------------------
- * tally_tree_group_bytes(t) = a fixed part (the struct plus 3 words per
- * item for state, local, pending) plus, per CPU slot (every possible CPU
- * and one shared slot), a chunk of a 48-byte header (40 with 32-bit
- * pointers) + 2 words per item (the word and its prev), rounded up to
- * TALLY_CACHELINE. The dirty bitmaps add (65 * 8 bytes rounded up to
- * TALLY_CACHELINE) per slot per 4096 groups.
  */
 #ifndef TALLY_RSTAT_H
 #define TALLY_RSTAT_H
@@ -260,107 +240,10 @@ extern "C" {
 #  define TALLY__RSTAT_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
 
-/* Group ids come in blocks of this many; one dirty record per block and
- * CPU slot. */
-#define TALLY__RSTAT_BLOCK_IDS 4096u
+#define TALLY__RSTAT_INSIDE 1
+#include <tally/rstat/types.h>
 
-struct tally_group;
-
-/*
- * The dirty record of one block of 4096 group ids on one CPU slot: a leaf
- * bit per group (id & 63 of leaf[(id >> 6) & 63]) and a summary bit per
- * leaf word ((id >> 6) & 63). Set by updates, cleared by drains, all
- * accesses sequentially consistent (see Memory ordering). Records are
- * rounded up to TALLY_CACHELINE: no two slots share a line. Private.
- */
-struct tally__rstat_dirty {
-	uint64_t summary;
-	uint64_t leaf[64];
-};
-
-/*
- * Per group and CPU slot, at the start of the slot's chunk; the words and
- * prev snapshots follow it (items dense, as the kernel's percpu layout).
- * The updated-tree links are under the tree's flush lock. Private.
- */
-struct tally__rstat_cpu {
-	/* The slot's updated tree: this group's updated children, linked by
-	 * upd_next and ended by this group itself (upd_children == the group
-	 * when none), doubly linked by upd_prev (NULL for the first child) so
-	 * a detach is O(1). upd_next == NULL: not in the updated tree; the
-	 * root links to itself. */
-	struct tally_group *upd_children;
-	struct tally_group *upd_next;
-	struct tally_group *upd_prev;
-	/* the next group to visit in this slot's flush list */
-	struct tally_group *flush_next;
-	/* |delta| counted on this slot since the group's last flush, tagged
-	 * with the group's count epoch (tally/rstat/threshold.h). */
-	TALLY__RSTAT_A8 uint64_t stats_updates;
-};
-
-/* ---- struct tally_tree: one sub-struct per concern (all private) -------- */
-
-/* The flush: its lock and the state it guards. */
-struct tally__rstat_flushing {
-	pthread_mutex_t lock; /* the flush lock: flushes, create, destroy, ids */
-	unsigned long nr_groups; /* live groups, the root included */
-	unsigned long gen;       /* flushes so far */
-	/* 1 if updates of this tree rely on the flush's membarrier()
-	 * (compiler barrier only), 0 if they fence. Set at creation. */
-	int memb;
-	int memb_owed; /* a drain's membarrier() is still due */
-	struct tally_group **lists; /* per slot: the list being flushed */
-	struct tally_group **dead;  /* per slot: destroyed groups a drain met */
-	struct tally_group *taken;  /* groups whose counts this flush took */
-};
-
-/* Group ids and the dirty bitmaps; under the flush lock. Updaters reach
- * their block through their group (tally__rstat_gdirty), never through
- * these growable tables. */
-struct tally__rstat_ids {
-	struct tally_group **group; /* [cap] id -> live or dead group; NULL: free */
-	unsigned *free_ids;         /* [cap] released ids, a stack */
-	unsigned nr_free;
-	unsigned nr_ids; /* ids handed out so far: the next new id */
-	unsigned cap;
-	unsigned char **blocks; /* [blocks_cap] per block: a record per slot */
-	unsigned nr_blocks, blocks_cap;
-	size_t stride;     /* bytes per record */
-	unsigned nr_slots; /* CPU slots + the shared slot */
-};
-
-/* Thresholds; read-only after creation. */
-struct tally__rstat_thresholds {
-	unsigned batch;
-	uint64_t threshold; /* batch * ncpus */
-};
-
-/* The ratelimit clock. */
-struct tally__rstat_clock {
-	uint64_t (*now)(void *arg); /* NULL: CLOCK_MONOTONIC */
-	void *arg;
-	uint64_t period_ns;
-	TALLY__RSTAT_A8 uint64_t last_root_flush; /* atomic */
-};
-
-/* The optional flusher thread, under its own lock (not the flush lock). */
-struct tally__rstat_flusher {
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* wakes the thread, and waiters for its stop */
-	pthread_t thread;
-	uint64_t period_ns;
-	int state;     /* TALLY__FLUSHER_IDLE, _RUNNING, _STOPPING */
-	int stop;      /* asks the thread to return */
-	int monotonic; /* cond waits on the monotonic clock */
-};
-
-/* Deferred frees. */
-struct tally__rstat_rcu {
-	const struct rcu_flavor_struct *flavor;
-	unsigned long deferred; /* call_rcu frees not yet done; atomic */
-	int tsan_token;         /* ThreadSanitizer's grace-period token */
-};
+/* ---- the structs: private members, one sub-struct per concern ----------- */
 
 struct tally_tree {
 	/* private: use the tally_tree_* calls */
@@ -376,35 +259,6 @@ struct tally_tree {
 	struct tally__rstat_rcu tally__rcu;
 };
 
-/* ---- struct tally_group ---------------------------------------------------- */
-
-/* Where the group's dirty bits are: set at creation, then read-only. */
-struct tally__rstat_gdirty {
-	unsigned char *block; /* the block's record for slot 0 */
-	size_t stride;        /* bytes from one slot's record to the next */
-	unsigned id;
-};
-
-/* The tree shape. first_child/next_sibling are an RCU list: stores are
- * release, walkers load acquire; the rest is under the flush lock. */
-struct tally__rstat_links {
-	struct tally_group *parent; /* NULL for the root */
-	struct tally_group *first_child;
-	struct tally_group *next_sibling;
-	struct tally_group *prev_sibling; /* for an O(1) unlink; not for walkers */
-	unsigned long nr_children; /* live children */
-	unsigned long refs; /* 1 until its deferred free, + children not freed */
-};
-
-/* The threshold count. */
-struct tally__rstat_gcount {
-	TALLY__RSTAT_A8 uint64_t count; /* the group's count; atomic */
-	TALLY__RSTAT_A8 uint64_t taken; /* what a flush took; flush lock */
-	unsigned long taken_gen;        /* which flush took it; flush lock */
-	struct tally_group *taken_next; /* in tally__rstat_flushing.taken */
-	uint32_t epoch;                 /* a flush bumps it; atomic */
-};
-
 struct tally_group {
 	/* private: use the tally_group_* calls */
 	struct tally_tree *tally__tree;
@@ -418,6 +272,9 @@ struct tally_group {
 	tally_uword *tally__local;   /* [nr_items] self only; atomic stores */
 	tally_uword *tally__pending; /* [nr_items] from children; flush lock */
 	struct tally_group *tally__walk_next; /* depth-first walks; flush lock */
+	/* On the flush's hand-over list (destroyed, found dirty): the next
+	 * one, itself at the end; NULL when not on it. Flush lock. */
+	struct tally_group *tally__handover_next;
 	struct rcu_head tally__rcu;
 };
 
@@ -454,11 +311,11 @@ struct tally_tree_opts {
 	uint64_t period_ns;
 };
 
-#define TALLY__RSTAT_INSIDE 1
 #include <tally/rstat/updated.h>
 #include <tally/rstat/threshold.h>
 #include <tally/rstat/flusher.h>
 #include <tally/rstat/flush.h>
+#include <tally/rstat/lifetime.h>
 #undef TALLY__RSTAT_INSIDE
 
 /* ---- trees ---------------------------------------------------------------- */
@@ -474,63 +331,12 @@ struct tally_tree_opts {
  */
 static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_opts *o)
 {
-	struct tally_tree *t;
-	size_t hdr;
 	if (tally__bad(!o || !o->nr_items || o->nr_items > TALLY_RSTAT_ITEMS_MAX ||
 		       o->batch > TALLY_RSTAT_BATCH_MAX || o->period_ns > TALLY_RSTAT_PERIOD_MAX)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	t = (struct tally_tree *)calloc(1, sizeof(*t));
-	if (!t)
-		goto nomem;
-	t->tally__nr_items = o->nr_items;
-	t->tally__thr.batch = o->batch ? o->batch : TALLY_RSTAT_BATCH;
-	t->tally__thr.threshold = (uint64_t)t->tally__thr.batch * tally__rstat_online_cpus();
-	/* Before any group of t exists, fixed for t's life: updaters never
-	 * meet a flush that assumes the other barrier. */
-#if TALLY__RSTAT_MEMB && TALLY_RSTAT_MEMBARRIER
-	t->tally__flush.memb = tally__rstat_memb_setup();
-#endif
-	hdr = (sizeof(struct tally__rstat_cpu) + sizeof(tally_uword) - 1) / sizeof(tally_uword) *
-	      sizeof(tally_uword);
-	t->tally__word_off = hdr;
-	t->tally__prev_off = hdr + o->nr_items * sizeof(tally_uword);
-	t->tally__rcu.flavor = o->flavor ? o->flavor : &TALLY_URCU_DEFAULT_FLAVOR;
-	t->tally__clock.now = o->clock;
-	t->tally__clock.arg = o->clock_arg;
-	t->tally__clock.period_ns = o->period_ns ? o->period_ns : (uint64_t)TALLY_RSTAT_PERIOD_NS;
-	if (tally__rstat_ids_init(&t->tally__ids))
-		goto nomem_t;
-	t->tally__flush.lists = (struct tally_group **)calloc(2u * t->tally__ids.nr_slots,
-							      sizeof(struct tally_group *));
-	if (!t->tally__flush.lists)
-		goto nomem_ids;
-	t->tally__flush.dead = t->tally__flush.lists + t->tally__ids.nr_slots;
-	t->tally__root = tally__group_alloc(t, NULL);
-	if (!t->tally__root)
-		goto nomem_ids;
-	if (tally__rstat_id_alloc(t, t->tally__root))
-		goto nomem_root;
-	if (pthread_mutex_init(&t->tally__flush.lock, NULL))
-		goto nomem_root;
-	if (tally__rstat_flusher_init(t))
-		goto nomem_lock;
-	t->tally__flush.nr_groups = 1;
-	t->tally__clock.last_root_flush = tally__rstat_now(t);
-	return t;
-nomem_lock:
-	pthread_mutex_destroy(&t->tally__flush.lock);
-nomem_root:
-	tally__group_free(t->tally__root);
-nomem_ids:
-	free(t->tally__flush.lists);
-	tally__rstat_ids_free(&t->tally__ids);
-nomem_t:
-	free(t);
-nomem:
-	errno = ENOMEM;
-	return NULL;
+	return tally__rstat_tree_create(o);
 }
 
 /* tally_tree_create - tally_tree_create_opts() with every default:
@@ -632,42 +438,11 @@ static inline void tally_tree_read_unlock(struct tally_tree *t)
  */
 static inline struct tally_group *tally_group_create(struct tally_group *parent)
 {
-	struct tally_tree *t;
-	struct tally_group *g, *first;
 	if (tally__bad(!parent)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	t = parent->tally__tree;
-	g = tally__group_alloc(t, parent);
-	if (!g) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	pthread_mutex_lock(&t->tally__flush.lock);
-	if (tally__bad(tally__load(&parent->tally__dead))) {
-		pthread_mutex_unlock(&t->tally__flush.lock);
-		tally__group_free(g);
-		errno = EINVAL;
-		return NULL;
-	}
-	if (tally__rstat_id_alloc(t, g)) {
-		pthread_mutex_unlock(&t->tally__flush.lock);
-		tally__group_free(g);
-		errno = ENOMEM;
-		return NULL;
-	}
-	first = parent->tally__links.first_child;
-	g->tally__links.next_sibling = first;
-	if (first)
-		first->tally__links.prev_sibling = g;
-	/* Release: a walker that loads g (acquire) sees it initialised. */
-	tally__store_rel(&parent->tally__links.first_child, g);
-	parent->tally__links.nr_children++;
-	parent->tally__links.refs++;
-	t->tally__flush.nr_groups++;
-	pthread_mutex_unlock(&t->tally__flush.lock);
-	return g;
+	return tally__rstat_group_create(parent);
 }
 
 /*
@@ -684,46 +459,9 @@ static inline struct tally_group *tally_group_create(struct tally_group *parent)
  */
 static inline int tally_group_destroy(struct tally_group *g)
 {
-	struct tally_tree *t;
-	struct tally_group *p, *prev, *next;
 	if (tally__bad(!g))
 		return -EINVAL;
-	t = g->tally__tree;
-	p = g->tally__links.parent;
-	if (tally__bad(!p))
-		return -EINVAL;
-	pthread_mutex_lock(&t->tally__flush.lock);
-	if (tally__bad(tally__load(&g->tally__dead))) {
-		pthread_mutex_unlock(&t->tally__flush.lock);
-		return -EINVAL;
-	}
-	if (g->tally__links.nr_children) {
-		pthread_mutex_unlock(&t->tally__flush.lock);
-		return -EBUSY;
-	}
-	/* Everything so far into p's pending; g leaves every updated tree. */
-	tally__rstat_flush_locked(t, g);
-	tally__rstat_hand_over(t, g, p);
-	/* From here on drains hand g's later deltas to its nearest live
-	 * ancestor (tally__rstat_drain_all_settled()). */
-	tally__store(&g->tally__dead, 1);
-	/* RCU unlink, O(1): walkers already at g go on from its next. */
-	prev = g->tally__links.prev_sibling;
-	next = g->tally__links.next_sibling;
-	if (prev)
-		tally__store_rel(&prev->tally__links.next_sibling, next);
-	else
-		tally__store_rel(&p->tally__links.first_child, next);
-	if (next)
-		next->tally__links.prev_sibling = prev;
-	p->tally__links.nr_children--;
-	t->tally__flush.nr_groups--;
-	tally__add(&t->tally__rcu.deferred, 1ul);
-	pthread_mutex_unlock(&t->tally__flush.lock);
-	/* Pairs with tally__tsan_acquire(g) in tally__group_free_rcu(). */
-	tally__tsan_release(g);
-	t->tally__rcu.flavor->update_call_rcu(&g->tally__rcu, tally__group_free_rcu);
-	return 0;
+	return tally__rstat_group_destroy(g);
 }
 
 /* tally_group_parent - g's parent, NULL for the root (or NULL g). */
@@ -945,28 +683,9 @@ static inline void tally_tree_stop_flusher(struct tally_tree *t)
  */
 static inline void tally_tree_destroy(struct tally_tree *t)
 {
-	struct tally_group *stack;
 	if (!t)
 		return;
-	tally_tree_stop_flusher(t);
-	tally__rstat_flusher_wait_deferred(t);
-	/* Every live group, depth-first: push x's children, then free x. */
-	stack = t->tally__root;
-	stack->tally__walk_next = NULL;
-	while (stack) {
-		struct tally_group *x = stack, *c;
-		stack = x->tally__walk_next;
-		for (c = x->tally__links.first_child; c; c = c->tally__links.next_sibling) {
-			c->tally__walk_next = stack;
-			stack = c;
-		}
-		tally__group_free(x);
-	}
-	tally__rstat_flusher_fini(t);
-	pthread_mutex_destroy(&t->tally__flush.lock);
-	free(t->tally__flush.lists);
-	tally__rstat_ids_free(&t->tally__ids);
-	free(t);
+	tally__rstat_tree_destroy(t);
 }
 
 #ifdef __cplusplus

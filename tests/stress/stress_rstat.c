@@ -10,15 +10,16 @@
  *     random groups, updates them, checks them exactly after forcing a
  *     flush of their subtree, and destroys them while everything else runs.
  * More threads than cores, so threads share CPU slots and get preempted
- * mid-update and mid-push.
+ * mid-update (between the word add and the dirty bits, say).
  *
  * A second phase (half as long) targets two races of an updater with a
  * flusher (see sb_phase()): the store-buffering pairing of
  * tally_group_mod() and the flush's drain (without a barrier on both
  * sides, the flush's membarrier() or a full fence on each, an update is
- * now and then left unqueued and the read right after a flush misses it:
+ * now and then left unmarked and the read right after a flush misses it:
  * measured on x86_64 with the rseq plain add and the updater's fence
- * removed, one to four misses per million rounds), and a
+ * removed, with the lockless lists this stress used to check, one to four
+ * misses per million rounds), and a
  * thresholded flush after an update past the threshold while another
  * flush takes the count (without the flush's second drain: about one miss
  * per million rounds).
@@ -268,7 +269,8 @@ static void *sb_flusher(void *arg)
  * forced flush of p (below its threshold now), leaf2 +1, leaf +
  * (threshold + 1), a thresholded flush of p, p must read exactly (p is
  * flushable, or the root flush took its count, and then it reflects leaf's
- * update although leaf was queued after its first drain, and it is done).
+ * update although leaf was marked dirty after its first drain, and it is
+ * done).
  */
 static void sb_phase(double secs)
 {

@@ -3,7 +3,7 @@
  * tally/rstat.h (private; include <tally/rstat.h>): the kernel's
  * css_rstat_flush() (kernel/cgroup/rstat.c) with
  * mem_cgroup_css_rstat_flush()'s arithmetic (mm/memcontrol.c), and the
- * hand-over of a destroyed group's counts to its parent.
+ * hand-over of destroyed groups' counts to their nearest live ancestor.
  *
  * Everything here runs under the tree's flush lock.
  */
@@ -13,51 +13,6 @@
 #if !defined(TALLY__RSTAT_INSIDE)
 #  error "tally/rstat/flush.h is private: include <tally/rstat.h>"
 #endif
-
-/* ---- allocation ------------------------------------------------------------ */
-
-/* Free a group's memory (no unlinking: see tally_group_destroy()). */
-static inline void tally__group_free(struct tally_group *g)
-{
-	tally__pcpu_free(&g->tally__pcpu);
-	free(g);
-}
-
-/* Allocate and initialise a group (no id yet, not linked into the tree). */
-static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
-						     struct tally_group *parent)
-{
-	size_t n = t->tally__nr_items;
-	size_t chunk = t->tally__prev_off + n * sizeof(tally_uword);
-	size_t bytes = sizeof(struct tally_group) + 3 * n * sizeof(tally_uword);
-	struct tally_group *g;
-	unsigned s;
-	/* Cache-line aligned (the 64-bit atomics and the item arrays are
-	 * aligned within the struct: see the static assertions in rstat.h);
-	 * C11 aligned_alloc wants the size a multiple of the alignment. */
-	bytes = (bytes + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
-	g = (struct tally_group *)aligned_alloc(TALLY_CACHELINE, bytes);
-	if (!g)
-		return NULL;
-	memset(g, 0, bytes);
-	if (tally__pcpu_alloc(&g->tally__pcpu, chunk)) {
-		free(g);
-		return NULL;
-	}
-	g->tally__tree = t;
-	g->tally__links.parent = parent;
-	g->tally__links.refs = 1;
-	g->tally__nr_items = (unsigned)n;
-	g->tally__state = (tally_uword *)(g + 1);
-	g->tally__local = g->tally__state + n;
-	g->tally__pending = g->tally__local + n;
-	for (s = 0; s < tally__pcpu_slots(&g->tally__pcpu); s++) {
-		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
-		c->upd_children = g; /* empty */
-		c->upd_next = NULL;  /* not in the updated tree */
-	}
-	return g;
-}
 
 /* ---- hand-overs of destroyed groups --------------------------------------------- */
 
@@ -120,26 +75,29 @@ static inline void tally__rstat_hand_over_slot(struct tally_tree *t, struct tall
 }
 
 /*
- * Drain every slot; then hand over the deltas of destroyed groups whose
- * bits the drain cleared (updates that raced with their destroy), so
- * that, like a live group's, such an update is reflected by any flush
- * that starts after it returned and covers the ancestor.
+ * Drain every slot; then hand over every slot's delta of each destroyed
+ * group whose bit the drain cleared (updates that raced with its
+ * destroy), so that, as for a live group, such an update is reflected by
+ * any flush that starts after it returned and covers the ancestor.
  */
 static inline void tally__rstat_drain_all_settled(struct tally_tree *t)
 {
+	struct tally_group *g;
 	unsigned s;
 	tally__rstat_drain_all(t);
-	for (s = 0; s < t->tally__ids.nr_slots; s++) {
-		struct tally_group *g = t->tally__flush.dead[s];
-		if (!g)
-			continue;
-		tally__rstat_barrier_flush(t);
-		t->tally__flush.dead[s] = NULL;
-		while (g) {
-			struct tally_group *next = tally__rstat_cpu(g, s)->flush_next;
+	g = t->tally__flush.handover;
+	if (!g)
+		return;
+	t->tally__flush.handover = NULL;
+	tally__rstat_barrier_flush(t);
+	for (;;) {
+		struct tally_group *next = g->tally__handover_next;
+		g->tally__handover_next = NULL;
+		for (s = 0; s < t->tally__ids.nr_slots; s++)
 			tally__rstat_hand_over_slot(t, g, s);
-			g = next;
-		}
+		if (next == g)
+			break;
+		g = next;
 	}
 }
 
@@ -226,54 +184,6 @@ static inline void tally__rstat_flush(struct tally_group *g)
 		tally__store(&t->tally__clock.last_root_flush, tally__rstat_now(t));
 	tally__rstat_flush_locked(t, g);
 	pthread_mutex_unlock(&t->tally__flush.lock);
-}
-
-/* ---- the deferred free ------------------------------------------------------------ */
-
-/*
- * The late hand-over, a grace period after g's destroy: every update that
- * found g alive has returned; whatever no drain handed over yet goes to
- * the nearest live ancestor.
- */
-static inline void tally__rstat_late_hand_over(struct tally_tree *t, struct tally_group *g)
-{
-	unsigned s;
-	for (s = 0; s < t->tally__ids.nr_slots; s++)
-		tally__rstat_hand_over_slot(t, g, s);
-	tally__rstat_hand_over(t, g, tally__rstat_live_ancestor(g));
-}
-
-/* Drop a reference to g; free g, and then its destroyed ancestors, as
- * their counts reach 0. */
-static inline void tally__rstat_put(struct tally_group *g)
-{
-	while (g && --g->tally__links.refs == 0) {
-		struct tally_group *p = g->tally__links.parent;
-		tally__group_free(g);
-		g = p;
-	}
-}
-
-/* The call_rcu callback: a grace period has passed since g's destroy, so
- * no reader holds g and every update that found it alive has returned. */
-static inline void tally__group_free_rcu(struct rcu_head *head)
-{
-	struct tally_group *g =
-		(struct tally_group *)((char *)head - offsetof(struct tally_group, tally__rcu));
-	struct tally_tree *t;
-	/* Pairs with tally__tsan_release(g) in tally_group_destroy() ... */
-	tally__tsan_acquire(g);
-	t = g->tally__tree;
-	/* ... and with every reader's release in tally_tree_read_unlock(). */
-	tally__tsan_acquire(&t->tally__rcu.tsan_token);
-	pthread_mutex_lock(&t->tally__flush.lock);
-	tally__rstat_late_hand_over(t, g);
-	tally__rstat_id_release(t, g);
-	tally__rstat_put(g);
-	pthread_mutex_unlock(&t->tally__flush.lock);
-	/* The last touch of t: release, pairs with the acquire wait in
-	 * tally_tree_destroy(), which may free t as soon as this is 0. */
-	__atomic_sub_fetch(&t->tally__rcu.deferred, 1ul, __ATOMIC_RELEASE);
 }
 
 #endif /* TALLY_RSTAT_FLUSH_H */

@@ -409,7 +409,8 @@ static inline struct tally_group *tally__rstat_reverse(struct tally_group *x, un
  * Move every dirty group of slot s into the slot's updated tree: per
  * block, clear the summary, then each leaf word it names (summary first:
  * see Memory ordering), and link each live group whose bit was set; a
- * destroyed group goes on the slot's dead list, a free id is skipped.
+ * destroyed group goes on the flush's hand-over list, a free id is
+ * skipped.
  * Returns whether it cleared any bit. BARRIER_F must come between this and
  * any load of a word.
  */
@@ -438,11 +439,12 @@ static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
 					continue; /* a free id */
 				if (!tally__load(&g->tally__dead)) {
 					tally__rstat_link(g, s);
-				} else {
-					/* Destroyed: its delta goes to an ancestor
+				} else if (!g->tally__handover_next) {
+					/* Destroyed: its deltas go to an ancestor
 					 * after BARRIER_F (tally/rstat/flush.h). */
-					tally__rstat_cpu(g, s)->flush_next = t->tally__flush.dead[s];
-					t->tally__flush.dead[s] = g;
+					struct tally_group *h = t->tally__flush.handover;
+					g->tally__handover_next = h ? h : g;
+					t->tally__flush.handover = g;
 				}
 			}
 		}

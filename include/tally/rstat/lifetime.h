@@ -1,0 +1,274 @@
+/*
+ * tally/rstat/lifetime.h - creating and destroying trees and groups for
+ * tally/rstat.h (private; include <tally/rstat.h>): allocation, group ids,
+ * the O(1) unlink of a destroyed group, its deferred free through the
+ * tree's RCU flavor (call_rcu()) with the late hand-over of its counts,
+ * and the reference counts that keep destroyed ancestors allocated while
+ * a destroyed child may still hand over to them.
+ *
+ * Everything that changes the tree runs under the flush lock.
+ */
+#ifndef TALLY_RSTAT_LIFETIME_H
+#define TALLY_RSTAT_LIFETIME_H
+
+#if !defined(TALLY__RSTAT_INSIDE)
+#  error "tally/rstat/lifetime.h is private: include <tally/rstat.h>"
+#endif
+
+/* ---- allocation ------------------------------------------------------------ */
+
+/* Free a group's memory (no unlinking: see tally_group_destroy()). */
+static inline void tally__group_free(struct tally_group *g)
+{
+	tally__pcpu_free(&g->tally__pcpu);
+	free(g);
+}
+
+/* Allocate and initialise a group (no id yet, not linked into the tree). */
+static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
+						     struct tally_group *parent)
+{
+	size_t n = t->tally__nr_items;
+	size_t chunk = t->tally__prev_off + n * sizeof(tally_uword);
+	size_t bytes = sizeof(struct tally_group) + 3 * n * sizeof(tally_uword);
+	struct tally_group *g;
+	unsigned s;
+	/* Cache-line aligned (the 64-bit atomics and the item arrays are
+	 * aligned within the struct: see the static assertions in rstat.h);
+	 * C11 aligned_alloc wants the size a multiple of the alignment. */
+	bytes = (bytes + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
+	g = (struct tally_group *)aligned_alloc(TALLY_CACHELINE, bytes);
+	if (!g)
+		return NULL;
+	memset(g, 0, bytes);
+	if (tally__pcpu_alloc(&g->tally__pcpu, chunk)) {
+		free(g);
+		return NULL;
+	}
+	g->tally__tree = t;
+	g->tally__links.parent = parent;
+	g->tally__links.refs = 1;
+	g->tally__nr_items = (unsigned)n;
+	g->tally__state = (tally_uword *)(g + 1);
+	g->tally__local = g->tally__state + n;
+	g->tally__pending = g->tally__local + n;
+	for (s = 0; s < tally__pcpu_slots(&g->tally__pcpu); s++) {
+		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
+		c->upd_children = g; /* empty */
+		c->upd_next = NULL;  /* not in the updated tree */
+	}
+	return g;
+}
+
+/* ---- the deferred free ------------------------------------------------------------ */
+
+/*
+ * The late hand-over, a grace period after g's destroy: every update that
+ * found g alive has returned; whatever no drain handed over yet goes to
+ * the nearest live ancestor.
+ */
+static inline void tally__rstat_late_hand_over(struct tally_tree *t, struct tally_group *g)
+{
+	unsigned s;
+	for (s = 0; s < t->tally__ids.nr_slots; s++)
+		tally__rstat_hand_over_slot(t, g, s);
+	tally__rstat_hand_over(t, g, tally__rstat_live_ancestor(g));
+}
+
+/* Drop a reference to g; free g, and then its destroyed ancestors, as
+ * their counts reach 0. */
+static inline void tally__rstat_put(struct tally_group *g)
+{
+	while (g && --g->tally__links.refs == 0) {
+		struct tally_group *p = g->tally__links.parent;
+		tally__group_free(g);
+		g = p;
+	}
+}
+
+/* The call_rcu callback: a grace period has passed since g's destroy, so
+ * no reader holds g and every update that found it alive has returned. */
+static inline void tally__group_free_rcu(struct rcu_head *head)
+{
+	struct tally_group *g =
+		(struct tally_group *)((char *)head - offsetof(struct tally_group, tally__rcu));
+	struct tally_tree *t;
+	/* Pairs with tally__tsan_release(g) in tally_group_destroy() ... */
+	tally__tsan_acquire(g);
+	t = g->tally__tree;
+	/* ... and with every reader's release in tally_tree_read_unlock(). */
+	tally__tsan_acquire(&t->tally__rcu.tsan_token);
+	pthread_mutex_lock(&t->tally__flush.lock);
+	tally__rstat_late_hand_over(t, g);
+	tally__rstat_id_release(t, g);
+	tally__rstat_put(g);
+	pthread_mutex_unlock(&t->tally__flush.lock);
+	/* The last touch of t: release, pairs with the acquire wait in
+	 * tally_tree_destroy(), which may free t as soon as this is 0. */
+	__atomic_sub_fetch(&t->tally__rcu.deferred, 1ul, __ATOMIC_RELEASE);
+}
+
+/* ---- trees and groups ---------------------------------------------------- */
+
+/* tally_tree_create_opts(), valid options. */
+static inline struct tally_tree *tally__rstat_tree_create(const struct tally_tree_opts *o)
+{
+	struct tally_tree *t;
+	size_t hdr;
+	t = (struct tally_tree *)calloc(1, sizeof(*t));
+	if (!t)
+		goto nomem;
+	t->tally__nr_items = o->nr_items;
+	t->tally__thr.batch = o->batch ? o->batch : TALLY_RSTAT_BATCH;
+	t->tally__thr.threshold = (uint64_t)t->tally__thr.batch * tally__rstat_online_cpus();
+	/* Before any group of t exists, fixed for t's life: updaters never
+	 * meet a flush that assumes the other barrier. */
+#if TALLY__RSTAT_MEMB && TALLY_RSTAT_MEMBARRIER
+	t->tally__flush.memb = tally__rstat_memb_setup();
+#endif
+	hdr = (sizeof(struct tally__rstat_cpu) + sizeof(tally_uword) - 1) / sizeof(tally_uword) *
+	      sizeof(tally_uword);
+	t->tally__word_off = hdr;
+	t->tally__prev_off = hdr + o->nr_items * sizeof(tally_uword);
+	t->tally__rcu.flavor = o->flavor ? o->flavor : &TALLY_URCU_DEFAULT_FLAVOR;
+	t->tally__clock.now = o->clock;
+	t->tally__clock.arg = o->clock_arg;
+	t->tally__clock.period_ns = o->period_ns ? o->period_ns : (uint64_t)TALLY_RSTAT_PERIOD_NS;
+	if (tally__rstat_ids_init(&t->tally__ids))
+		goto nomem_t;
+	t->tally__flush.lists = (struct tally_group **)calloc(t->tally__ids.nr_slots,
+							      sizeof(struct tally_group *));
+	if (!t->tally__flush.lists)
+		goto nomem_ids;
+	t->tally__root = tally__group_alloc(t, NULL);
+	if (!t->tally__root)
+		goto nomem_ids;
+	if (tally__rstat_id_alloc(t, t->tally__root))
+		goto nomem_root;
+	if (pthread_mutex_init(&t->tally__flush.lock, NULL))
+		goto nomem_root;
+	if (tally__rstat_flusher_init(t))
+		goto nomem_lock;
+	t->tally__flush.nr_groups = 1;
+	t->tally__clock.last_root_flush = tally__rstat_now(t);
+	return t;
+nomem_lock:
+	pthread_mutex_destroy(&t->tally__flush.lock);
+nomem_root:
+	tally__group_free(t->tally__root);
+nomem_ids:
+	free(t->tally__flush.lists);
+	tally__rstat_ids_free(&t->tally__ids);
+nomem_t:
+	free(t);
+nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* tally_group_create(), parent not NULL. */
+static inline struct tally_group *tally__rstat_group_create(struct tally_group *parent)
+{
+	struct tally_tree *t;
+	struct tally_group *g, *first;
+	t = parent->tally__tree;
+	g = tally__group_alloc(t, parent);
+	if (!g) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&t->tally__flush.lock);
+	if (tally__bad(tally__load(&parent->tally__dead))) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		tally__group_free(g);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (tally__rstat_id_alloc(t, g)) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		tally__group_free(g);
+		errno = ENOMEM;
+		return NULL;
+	}
+	first = parent->tally__links.first_child;
+	g->tally__links.next_sibling = first;
+	if (first)
+		first->tally__links.prev_sibling = g;
+	/* Release: a walker that loads g (acquire) sees it initialised. */
+	tally__store_rel(&parent->tally__links.first_child, g);
+	parent->tally__links.nr_children++;
+	parent->tally__links.refs++;
+	t->tally__flush.nr_groups++;
+	pthread_mutex_unlock(&t->tally__flush.lock);
+	return g;
+}
+
+/* tally_group_destroy(), g not NULL. */
+static inline int tally__rstat_group_destroy(struct tally_group *g)
+{
+	struct tally_tree *t;
+	struct tally_group *p, *prev, *next;
+	t = g->tally__tree;
+	p = g->tally__links.parent;
+	if (tally__bad(!p))
+		return -EINVAL;
+	pthread_mutex_lock(&t->tally__flush.lock);
+	if (tally__bad(tally__load(&g->tally__dead))) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		return -EINVAL;
+	}
+	if (g->tally__links.nr_children) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		return -EBUSY;
+	}
+	/* Everything so far into p's pending; g leaves every updated tree. */
+	tally__rstat_flush_locked(t, g);
+	tally__rstat_hand_over(t, g, p);
+	/* From here on drains hand g's later deltas to its nearest live
+	 * ancestor (tally__rstat_drain_all_settled()). */
+	tally__store(&g->tally__dead, 1);
+	/* RCU unlink, O(1): walkers already at g go on from its next. */
+	prev = g->tally__links.prev_sibling;
+	next = g->tally__links.next_sibling;
+	if (prev)
+		tally__store_rel(&prev->tally__links.next_sibling, next);
+	else
+		tally__store_rel(&p->tally__links.first_child, next);
+	if (next)
+		next->tally__links.prev_sibling = prev;
+	p->tally__links.nr_children--;
+	t->tally__flush.nr_groups--;
+	tally__add(&t->tally__rcu.deferred, 1ul);
+	pthread_mutex_unlock(&t->tally__flush.lock);
+	/* Pairs with tally__tsan_acquire(g) in tally__group_free_rcu(). */
+	tally__tsan_release(g);
+	t->tally__rcu.flavor->update_call_rcu(&g->tally__rcu, tally__group_free_rcu);
+	return 0;
+}
+
+/* tally_tree_destroy(), t not NULL. */
+static inline void tally__rstat_tree_destroy(struct tally_tree *t)
+{
+	struct tally_group *stack;
+	tally__rstat_flusher_stop(t);
+	tally__rstat_flusher_wait_deferred(t);
+	/* Every live group, depth-first: push x's children, then free x. */
+	stack = t->tally__root;
+	stack->tally__walk_next = NULL;
+	while (stack) {
+		struct tally_group *x = stack, *c;
+		stack = x->tally__walk_next;
+		for (c = x->tally__links.first_child; c; c = c->tally__links.next_sibling) {
+			c->tally__walk_next = stack;
+			stack = c;
+		}
+		tally__group_free(x);
+	}
+	tally__rstat_flusher_fini(t);
+	pthread_mutex_destroy(&t->tally__flush.lock);
+	free(t->tally__flush.lists);
+	tally__rstat_ids_free(&t->tally__ids);
+	free(t);
+}
+
+#endif /* TALLY_RSTAT_LIFETIME_H */

@@ -1,0 +1,146 @@
+/*
+ * tally/rstat/types.h - the private parts of struct tally_tree and struct
+ * tally_group (private; include <tally/rstat.h>), one struct per concern:
+ * the updated set (dirty records, per-slot headers, ids), the flush, the
+ * thresholds, the clock, the flusher thread, RCU, and the tree shape.
+ */
+#ifndef TALLY_RSTAT_TYPES_H
+#define TALLY_RSTAT_TYPES_H
+
+#if !defined(TALLY__RSTAT_INSIDE)
+#  error "tally/rstat/types.h is private: include <tally/rstat.h>"
+#endif
+
+/* Group ids come in blocks of this many; one dirty record per block and
+ * CPU slot. */
+#define TALLY__RSTAT_BLOCK_IDS 4096u
+
+struct tally_group;
+
+/*
+ * The dirty record of one block of 4096 group ids on one CPU slot: a leaf
+ * bit per group (id & 63 of leaf[(id >> 6) & 63]) and a summary bit per
+ * leaf word ((id >> 6) & 63). Set by updates, cleared by drains, all
+ * accesses sequentially consistent (see Memory ordering). Records are
+ * rounded up to TALLY_CACHELINE: no two slots share a line. Private.
+ */
+struct tally__rstat_dirty {
+	uint64_t summary;
+	uint64_t leaf[64];
+};
+
+/*
+ * Per group and CPU slot, at the start of the slot's chunk; the words and
+ * prev snapshots follow it (items dense, as the kernel's percpu layout).
+ * The updated-tree links are under the tree's flush lock. Private.
+ */
+struct tally__rstat_cpu {
+	/* The slot's updated tree: this group's updated children, linked by
+	 * upd_next and ended by this group itself (upd_children == the group
+	 * when none), doubly linked by upd_prev (NULL for the first child) so
+	 * a detach is O(1). upd_next == NULL: not in the updated tree; the
+	 * root links to itself. */
+	struct tally_group *upd_children;
+	struct tally_group *upd_next;
+	struct tally_group *upd_prev;
+	/* the next group to visit in this slot's flush list */
+	struct tally_group *flush_next;
+	/* |delta| counted on this slot since the group's last flush, tagged
+	 * with the group's count epoch (tally/rstat/threshold.h). */
+	TALLY__RSTAT_A8 uint64_t stats_updates;
+};
+
+/* ---- struct tally_tree: one sub-struct per concern (all private) -------- */
+
+/* The flush: its lock and the state it guards. */
+struct tally__rstat_flushing {
+	pthread_mutex_t lock; /* the flush lock: flushes, create, destroy, ids */
+	unsigned long nr_groups; /* live groups, the root included */
+	unsigned long gen;       /* flushes so far */
+	/* 1 if updates of this tree rely on the flush's membarrier()
+	 * (compiler barrier only), 0 if they fence. Set at creation. */
+	int memb;
+	int memb_owed; /* a drain's membarrier() is still due */
+	struct tally_group **lists; /* per slot: the list being flushed */
+	/* destroyed groups a drain found dirty, linked by handover_next */
+	struct tally_group *handover;
+	struct tally_group *taken;  /* groups whose counts this flush took */
+};
+
+/* Group ids and the dirty bitmaps; under the flush lock. Updaters reach
+ * their block through their group (tally__rstat_gdirty), never through
+ * these growable tables. */
+struct tally__rstat_ids {
+	struct tally_group **group; /* [cap] id -> live or dead group; NULL: free */
+	unsigned *free_ids;         /* [cap] released ids, a stack */
+	unsigned nr_free;
+	unsigned nr_ids; /* ids handed out so far: the next new id */
+	unsigned cap;
+	unsigned char **blocks; /* [blocks_cap] per block: a record per slot */
+	unsigned nr_blocks, blocks_cap;
+	size_t stride;     /* bytes per record */
+	unsigned nr_slots; /* CPU slots + the shared slot */
+};
+
+/* Thresholds; read-only after creation. */
+struct tally__rstat_thresholds {
+	unsigned batch;
+	uint64_t threshold; /* batch * ncpus */
+};
+
+/* The ratelimit clock. */
+struct tally__rstat_clock {
+	uint64_t (*now)(void *arg); /* NULL: CLOCK_MONOTONIC */
+	void *arg;
+	uint64_t period_ns;
+	TALLY__RSTAT_A8 uint64_t last_root_flush; /* atomic */
+};
+
+/* The optional flusher thread, under its own lock (not the flush lock). */
+struct tally__rstat_flusher {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* wakes the thread, and waiters for its stop */
+	pthread_t thread;
+	uint64_t period_ns;
+	int state;     /* TALLY__FLUSHER_IDLE, _RUNNING, _STOPPING */
+	int stop;      /* asks the thread to return */
+	int monotonic; /* cond waits on the monotonic clock */
+};
+
+/* Deferred frees. */
+struct tally__rstat_rcu {
+	const struct rcu_flavor_struct *flavor;
+	unsigned long deferred; /* call_rcu frees not yet done; atomic */
+	int tsan_token;         /* ThreadSanitizer's grace-period token */
+};
+
+/* ---- struct tally_group ---------------------------------------------------- */
+
+/* Where the group's dirty bits are: set at creation, then read-only. */
+struct tally__rstat_gdirty {
+	unsigned char *block; /* the block's record for slot 0 */
+	size_t stride;        /* bytes from one slot's record to the next */
+	unsigned id;
+};
+
+/* The tree shape. first_child/next_sibling are an RCU list: stores are
+ * release, walkers load acquire; the rest is under the flush lock. */
+struct tally__rstat_links {
+	struct tally_group *parent; /* NULL for the root */
+	struct tally_group *first_child;
+	struct tally_group *next_sibling;
+	struct tally_group *prev_sibling; /* for an O(1) unlink; not for walkers */
+	unsigned long nr_children; /* live children */
+	unsigned long refs; /* 1 until its deferred free, + children not freed */
+};
+
+/* The threshold count. */
+struct tally__rstat_gcount {
+	TALLY__RSTAT_A8 uint64_t count; /* the group's count; atomic */
+	TALLY__RSTAT_A8 uint64_t taken; /* what a flush took; flush lock */
+	unsigned long taken_gen;        /* which flush took it; flush lock */
+	struct tally_group *taken_next; /* in tally__rstat_flushing.taken */
+	uint32_t epoch;                 /* a flush bumps it; atomic */
+};
+
+#endif /* TALLY_RSTAT_TYPES_H */
