@@ -13,7 +13,7 @@ rounds=${ROUNDS:-2000000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 flags=(-std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -Iinclude -pthread)
-echo "| mode | .text of sites.o | rseq descriptors (__tally_rseq_cs) | other TU (impl.c .text) | ns per add (best of 5, call overhead subtracted) |"
+echo "| mode | .text of sites.o | rseq descriptors (__tally_rseq_cs) | other TU (impl.c .text) | ns per add (thread CPU time, best of 5, call overhead subtracted) |"
 echo "|---|---|---|---|---|"
 for mode in inline noinline extern; do
   case $mode in
