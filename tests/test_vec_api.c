@@ -510,3 +510,40 @@ Test(vec_api, bad_item_readers)
 	cr_assert_eq(tally_vec_sum(&v, 1), 3);
 	tally_vec_destroy(&v);
 }
+
+/* Past 2^W: raw snapshots, sums and since-reset values stay modular, and
+ * a reset taken just below the wrap gives the right count across it. */
+Test(vec_api, wrap)
+{
+	struct tally_vec v;
+	struct tally_vec_opts o = {2, 0, NULL, TALLY_VEC_MULTI, NULL};
+	struct tally_vec_delta d[2] = {{0, TALLY_SWORD_MAX}, {1, TALLY_SWORD_MAX}};
+	tally_uword raw[2], since[2], before;
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	/* 2 * MAX = 2^W - 2 on both items. */
+	cr_assert_eq(tally_vec_mod_multi(&v, d, 2), 0);
+	cr_assert_eq(tally_vec_mod_multi(&v, d, 2), 0);
+	cr_assert_eq(tally_vec_snapshot(&v, raw, 2), 0);
+	cr_assert_eq(raw[0], TALLY_UWORD_MAX - 1u);
+	cr_assert_eq(tally_vec_reset(&v), 0);
+	before = raw[0];
+	/* 5 more: the raw value wraps to 3, the since-reset value is 5. */
+	tally_vec_mod(&v, 0, 5);
+	d[0].delta = 5;
+	d[1].delta = 5;
+	cr_assert_eq(tally_vec_mod_multi(&v, &d[1], 1), 0);
+	cr_assert_eq(tally_vec_snapshot(&v, raw, 2), 0);
+	cr_assert_eq(raw[0], 3);
+	cr_assert_eq(raw[1], 3);
+	cr_assert_eq(tally_delta(before, raw[0]), 5);
+	cr_assert_eq(tally_vec_snapshot_since_reset(&v, since, 2), 0);
+	cr_assert_eq(since[0], 5);
+	cr_assert_eq(since[1], 5);
+	cr_assert_eq(tally_vec_sum(&v, 0), 5);
+	cr_assert_eq(tally_vec_read_exact(&v, 1), 5);
+	tally_vec_fold(&v);
+	cr_assert_eq(tally_vec_read_monotonic(&v, 0), 3 + B);
+	cr_assert_eq(tally_vec_read(&v, 0), 5);
+	tally_vec_destroy(&v);
+}
