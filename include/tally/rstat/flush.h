@@ -154,10 +154,17 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 	tally__rstat_count_take(t, g);
 	tally__rstat_drain_all_settled(t);
 	for (s = 0; s < n; s++) {
-		lists[s] = tally__rstat_detach(g, s);
-		for (x = lists[s]; x; x = tally__rstat_cpu(x, s)->flush_next)
+		/* Parents first: take each count, and reverse the list as we go
+		 * (children first, for the visit). */
+		struct tally_group *rev = NULL, *next;
+		for (x = tally__rstat_detach(g, s); x; x = next) {
+			struct tally__rstat_cpu *c = tally__rstat_cpu(x, s);
 			tally__rstat_count_take(t, x);
-		lists[s] = tally__rstat_reverse(lists[s], s);
+			next = c->flush_next;
+			c->flush_next = rev;
+			rev = x;
+		}
+		lists[s] = rev;
 	}
 	for (s = 0; s < n; s++)
 		for (x = lists[s]; x; x = tally__rstat_cpu(x, s)->flush_next)
