@@ -126,7 +126,10 @@ static inline void tally__os_timespec_add(struct timespec *ts, uint64_t ns)
 struct tally__os_cond {
 	pthread_cond_t cond;
 	/* Reads the clock cond waits on: chosen by tally__os_cond_init() and
-	 * used by every unit that computes a deadline for cond. */
+	 * used by every unit that computes a deadline for cond (a unit that
+	 * cannot see that clock itself still reads it right). It points into
+	 * the unit that ran init: an object must not outlive the shared
+	 * library that initialised it. */
 	void (*now)(struct timespec *ts);
 	int monotonic; /* cond waits on the monotonic clock */
 };
