@@ -48,13 +48,72 @@ extern const char *const site_label[NR_SITES]; /* table rows */
 /* Sites that exist only to record cost (the ones the patch removed). */
 int site_is_producer(int site);
 
-/* Per-lruvec statistics items of the tally tree. */
+/*
+ * The kernel's LRU lists (include/linux/mmzone.h): the list of a folio is
+ * LRU_BASE + LRU_FILE * file + LRU_ACTIVE * active. The model keeps the
+ * four evictable lists; LRU_UNEVICTABLE is named for completeness.
+ */
+#define LRU_BASE 0
+#define LRU_ACTIVE 1
+#define LRU_FILE 2
+
+enum lru_list {
+	LRU_INACTIVE_ANON = LRU_BASE,
+	LRU_ACTIVE_ANON = LRU_BASE + LRU_ACTIVE,
+	LRU_INACTIVE_FILE = LRU_BASE + LRU_FILE,
+	LRU_ACTIVE_FILE = LRU_BASE + LRU_FILE + LRU_ACTIVE,
+	LRU_UNEVICTABLE,
+	NR_LRU_LISTS
+};
+
+#define NR_EVICTABLE_LRU LRU_UNEVICTABLE
+#define for_each_evictable_lru(lru) for ((lru) = 0; (lru) < NR_EVICTABLE_LRU; (lru)++)
+
+/* file: 0 anon (TALLY_ANON), 1 file (TALLY_FILE). */
+static inline int is_file_lru(enum lru_list lru)
+{
+	return lru == LRU_INACTIVE_FILE || lru == LRU_ACTIVE_FILE;
+}
+
+static inline int is_active_lru(enum lru_list lru)
+{
+	return lru == LRU_ACTIVE_ANON || lru == LRU_ACTIVE_FILE;
+}
+
+/* The list of a folio of this type (0 anon, 1 file), active or not. */
+static inline enum lru_list lru_of(int file, int active)
+{
+	return (enum lru_list)(LRU_BASE + (file ? LRU_FILE : 0) + (active ? LRU_ACTIVE : 0));
+}
+
+/* Per-lruvec statistics items of the tally tree. The LRU sizes are items
+ * NR_LRU_BASE + lru (the kernel's NR_LRU_BASE + lru in enum
+ * node_stat_item), and each per-type pair is anon, then file. */
 enum item {
-	NR_INACTIVE_ANON, NR_ACTIVE_ANON, NR_INACTIVE_FILE, NR_ACTIVE_FILE,
+	NR_LRU_BASE,
+	NR_INACTIVE_ANON = NR_LRU_BASE + LRU_INACTIVE_ANON,
+	NR_ACTIVE_ANON = NR_LRU_BASE + LRU_ACTIVE_ANON,
+	NR_INACTIVE_FILE = NR_LRU_BASE + LRU_INACTIVE_FILE,
+	NR_ACTIVE_FILE = NR_LRU_BASE + LRU_ACTIVE_FILE,
 	PGROTATE_ANON, PGROTATE_FILE, NR_VMSCAN_WRITE,
 	WORKINGSET_RESTORE_ANON, WORKINGSET_RESTORE_FILE,
 	NR_ITEMS
 };
+
+/* The item of an LRU list's size. */
+static inline unsigned lru_item(enum lru_list lru)
+{
+	return NR_LRU_BASE + (unsigned)lru;
+}
+
+/* The order every index helper relies on. */
+_Static_assert(LRU_ACTIVE_FILE + 1 == NR_EVICTABLE_LRU, "four evictable lists first");
+_Static_assert(NR_ACTIVE_FILE == NR_LRU_BASE + LRU_ACTIVE_FILE &&
+		       PGROTATE_ANON == NR_LRU_BASE + NR_EVICTABLE_LRU,
+	       "one size item per evictable list, in list order");
+_Static_assert(PGROTATE_FILE == PGROTATE_ANON + 1 &&
+		       WORKINGSET_RESTORE_FILE == WORKINGSET_RESTORE_ANON + 1,
+	       "per-type items: anon, then file");
 
 /* Page-cache promotion events (seed 002), node-wide, in a tally_vec. */
 enum promo_item {
@@ -131,6 +190,9 @@ struct model_result {
 	int mode;
 	uint64_t elapsed_ns;
 	uint64_t acquisitions[NR_SITES], wait_ns[NR_SITES], contended[NR_SITES];
+	/* contended_by[s][h]: failed trylocks at site s while the lock's last
+	 * taker was at site h (who held it up; a hint read without the lock) */
+	uint64_t contended_by[NR_SITES][NR_SITES];
 	uint64_t producer_lock_acquisitions, total_lock_wait_ns;
 	/* work done */
 	uint64_t faults, refaults, accesses, drains;
