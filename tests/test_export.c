@@ -555,8 +555,6 @@ Test(export, tree_bad_arguments)
 	static const char *const items[] = {"bad-name"};
 	cr_expect_eq(tally_export_add_tree(&E, "p", NULL, NULL, NULL, NULL, group_name, NULL, 0),
 		     -EINVAL);
-	cr_expect_eq(tally_export_add_tree(&E, "p", t, NULL, NULL, NULL, NULL, NULL, 0), -EINVAL);
-	cr_expect_str_eq(tally_export_error(&E), "tree 'p' has no group naming function");
 	cr_expect_eq(tally_export_add_tree(&E, "p", t, NULL, NULL, NULL, group_name, NULL, 8),
 		     -EINVAL);
 	cr_expect_eq(tally_export_add_tree(&E, "p", t, items, NULL, NULL, group_name, NULL, 0),
@@ -574,6 +572,51 @@ Test(export, tree_bad_arguments)
 		tally_export_init(&E);
 		tally_counter_destroy(&c);
 	}
+	tally_tree_destroy(t);
+}
+
+/* The tree's own names: tally_tree_set_item_names() and
+ * tally_group_set_name() (name_fn and names NULL). */
+Test(export, tree_own_names)
+{
+	static const char *const items[] = {"pgfault", NULL};
+	struct tally_tree *t = tally_tree_create(2);
+	struct tally_group *a, *b, *anon;
+	cr_assert(t);
+	cr_assert_eq(tally_tree_set_item_names(t, items), 0);
+	a = tally_group_create(tally_tree_root(t));
+	b = tally_group_create(a);
+	anon = tally_group_create(tally_tree_root(t));
+	cr_assert_eq(tally_group_set_name(a, "web"), 0);
+	cr_assert_eq(tally_group_set_name(b, "worker \"1\""), 0);
+	tally_group_mod(b, 0, 4);
+	tally_group_mod(anon, 1, 9); /* unnamed: only in the root's values */
+	cr_assert_eq(tally_export_add_tree(&E, "cg", t, NULL, NULL, NULL, NULL, NULL,
+					   TALLY_EXPORT_TREE_FLUSH), 0, "%s",
+		     tally_export_error(&E));
+	expect(&E, TALLY_EXPORT_PROMETHEUS,
+	       "# HELP cg_pgfault_total tally tree item (this group and its descendants)\n"
+	       "# TYPE cg_pgfault_total counter\n"
+	       "cg_pgfault_total{group=\"/\"} 4\n"
+	       "cg_pgfault_total{group=\"/web\"} 4\n"
+	       "cg_pgfault_total{group=\"/web/worker \\\"1\\\"\"} 4\n"
+	       "# HELP cg_pgfault_local_total tally tree item (this group alone)\n"
+	       "# TYPE cg_pgfault_local_total counter\n"
+	       "cg_pgfault_local_total{group=\"/\"} 0\n"
+	       "cg_pgfault_local_total{group=\"/web\"} 0\n"
+	       "cg_pgfault_local_total{group=\"/web/worker \\\"1\\\"\"} 4\n"
+	       "# HELP cg_item1_total tally tree item (this group and its descendants)\n"
+	       "# TYPE cg_item1_total counter\n"
+	       "cg_item1_total{group=\"/\"} 9\n"
+	       "cg_item1_total{group=\"/web\"} 0\n"
+	       "cg_item1_total{group=\"/web/worker \\\"1\\\"\"} 0\n"
+	       "# HELP cg_item1_local_total tally tree item (this group alone)\n"
+	       "# TYPE cg_item1_local_total counter\n"
+	       "cg_item1_local_total{group=\"/\"} 0\n"
+	       "cg_item1_local_total{group=\"/web\"} 0\n"
+	       "cg_item1_local_total{group=\"/web/worker \\\"1\\\"\"} 0\n");
+	tally_export_destroy(&E);
+	tally_export_init(&E);
 	tally_tree_destroy(t);
 }
 

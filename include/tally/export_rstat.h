@@ -16,7 +16,8 @@
  *
  * Paths: the root is "/", its child named a is "/a", a's child b "/a/b".
  * Names come from name_fn(group, name_arg), called while rendering for
- * every group but the root: a NULL name leaves the group and its subtree
+ * every group but the root, or, with name_fn NULL, from the groups' own
+ * names (tally_group_set_name()): a NULL name leaves the group and its subtree
  * out of the rows (their counts still appear in the ancestors'
  * hierarchical values). A name must be non-empty valid UTF-8 without '/';
  * a bad name, or two siblings with the same name, fails the render with
@@ -250,7 +251,8 @@ static inline int tally__xtree_row(struct tally_export *e, struct tally__xsrc *s
 static inline int tally__xtree_visit(struct tally_group *c, void *arg)
 {
 	struct tally__xwalk *w = (struct tally__xwalk *)arg, sub;
-	const char *name = w->x->name_fn(c, w->x->name_arg);
+	const char *name =
+		w->x->name_fn ? w->x->name_fn(c, w->x->name_arg) : tally_group_name(c);
 	size_t n;
 	if (!name)
 		return 0;
@@ -340,12 +342,13 @@ static inline int tally__xcollect_tree(struct tally_export *e, struct tally__xsr
 /*
  * tally_export_add_tree - export every item of t's groups: for item i,
  * families prefix_<name> (hierarchical) and prefix_<name>_local (local),
- * with rows labelled group="<path>". <name> is names[i], else item<i>;
+ * with rows labelled group="<path>". <name> is names[i] (names NULL: the
+ * tree's own, tally_tree_item_name()), else item<i>;
  * helps[i] and kinds[i] as in tally_export_add_vec (the local family's
  * help gets " (this group alone)" appended, the other's " (this group and
- * its descendants)"). name_fn names groups (see above); flags:
- * TALLY_EXPORT_TREE_FLUSH or 0.
- * Returns 0, -EINVAL (NULL e, t or name_fn, a bad name, help, kind or
+ * its descendants)"). name_fn names groups (NULL: their own names; see
+ * above); flags: TALLY_EXPORT_TREE_FLUSH or 0.
+ * Returns 0, -EINVAL (NULL e or t, a bad name, help, kind or
  * flag; nothing registered; see tally_export_error()) or -ENOMEM. t must
  * outlive e.
  */
@@ -364,8 +367,6 @@ static inline int tally_export_add_tree(struct tally_export *e, const char *pref
 		return -EINVAL;
 	if (!t)
 		return tally__xerr(e, -EINVAL, "tree '%s' is NULL", prefix, 0);
-	if (!name_fn)
-		return tally__xerr(e, -EINVAL, "tree '%s' has no group naming function", prefix, 0);
 	if (flags & ~TALLY_EXPORT_TREE_FLUSH)
 		return tally__xerr(e, -EINVAL, "tree '%s': unknown flags", prefix, 0);
 	n = t->tally__nr_items;
@@ -395,7 +396,22 @@ static inline int tally_export_add_tree(struct tally_export *e, const char *pref
 	x->name_fn = name_fn;
 	x->name_arg = name_arg;
 	x->flags = flags;
-	tally__xfams_fill(one, n, prefix, names, helps, kinds, "tally tree item", NULL);
+	if (!names) {
+		/* The tree's own item names, if it has any. */
+		const char **own = (const char **)calloc(n, sizeof(*own));
+		if (!own) {
+			free(one);
+			free(fams);
+			tally__xsrc_free(&s);
+			return tally__xerr(e, -ENOMEM, "out of memory", NULL, 0);
+		}
+		for (i = 0; i < n; i++)
+			own[i] = tally_tree_item_name(t, i);
+		tally__xfams_fill(one, n, prefix, own, helps, kinds, "tally tree item", NULL);
+		free((void *)own);
+	} else {
+		tally__xfams_fill(one, n, prefix, names, helps, kinds, "tally tree item", NULL);
+	}
 	for (i = 0; i < n; i++) {
 		s.kinds[i] = one[i].kind;
 		fams[2 * i] = one[i];

@@ -257,6 +257,7 @@ struct tally_tree {
 	struct tally__rstat_clock tally__clock;
 	struct tally__rstat_flusher tally__flusher;
 	struct tally__rstat_rcu tally__rcu;
+	char **tally__item_names; /* NULL, or set once: see rstat/names.h */
 };
 
 struct tally_group {
@@ -264,6 +265,7 @@ struct tally_group {
 	struct tally_tree *tally__tree;
 	unsigned tally__nr_items;
 	int tally__dead; /* set by destroy under the flush lock; atomic */
+	union { char *p; uint64_t size; } tally__name; /* set once: rstat/names.h */
 	struct tally__pcpu tally__pcpu; /* slot chunks: tally__rstat_cpu, words, prev */
 	struct tally__rstat_gdirty tally__dirty;
 	struct tally__rstat_gcount tally__cnt;
@@ -315,6 +317,7 @@ struct tally_tree_opts {
 #include <tally/rstat/threshold.h>
 #include <tally/rstat/flusher.h>
 #include <tally/rstat/flush.h>
+#include <tally/rstat/names.h>
 #include <tally/rstat/lifetime.h>
 #undef TALLY__RSTAT_INSIDE
 

@@ -20,6 +20,7 @@
 /* Free a group's memory (no unlinking: see tally_group_destroy()). */
 static inline void tally__group_free(struct tally_group *g)
 {
+	free(g->tally__name.p);
 	tally__pcpu_free(&g->tally__pcpu);
 	free(g);
 }
@@ -268,6 +269,7 @@ static inline void tally__rstat_tree_destroy(struct tally_tree *t)
 	pthread_mutex_destroy(&t->tally__flush.lock);
 	free(t->tally__flush.lists);
 	tally__rstat_ids_free(&t->tally__ids);
+	tally__rstat_names_free(t);
 	free(t);
 }
 
