@@ -131,16 +131,6 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-static const char *group_name(const struct tally_group *g, void *arg)
-{
-	int i;
-	(void)arg;
-	for (i = 1; i < NR_GROUPS; i++)
-		if (groups[i] == g)
-			return group_names[i];
-	return NULL;
-}
-
 static void group_path(int g, char *out, size_t size)
 {
 	if (g == 0) {
@@ -420,14 +410,19 @@ int main(int argc, char **argv)
 				 (g - 1 - NR_SVC) % NR_JOB);
 		}
 		groups[g] = tally_group_create(groups[group_parent[g]]);
-		if (!groups[g]) {
+		if (!groups[g] || tally_group_set_name(groups[g], group_names[g])) {
 			fprintf(stderr, "exporter: group: %s\n", strerror(errno));
 			return 1;
 		}
 	}
+	/* Names live with the tree: the exporter renders paths from them. */
+	if (tally_tree_set_item_names(tree, item_names)) {
+		fprintf(stderr, "exporter: item names\n");
+		return 1;
+	}
 	tally_export_init(&exporter);
-	err = tally_export_add_tree(&exporter, "demo", tree, item_names, item_helps, item_kinds,
-				    group_name, NULL, TALLY_EXPORT_TREE_FLUSH);
+	err = tally_export_add_tree(&exporter, "demo", tree, NULL, item_helps, item_kinds, NULL,
+				    NULL, TALLY_EXPORT_TREE_FLUSH);
 	if (!err)
 		err = tally_export_add_vec(&exporter, "cache", &vec, vec_names, NULL, vec_kinds);
 	if (!err)
