@@ -34,8 +34,8 @@
  * (diff = w - b); a fold (tally__pcpu_fold) moves diff into the global and
  * advances b by CAS, so the exact value (the sum of every w) never depends
  * on folds. With TALLY_VEC_MULTI each CPU and item also has two bank words
- * g[0], g[1] that multi-item updates add to (with atomic RMWs, never the
- * rseq path), each with its own base, folded past the item's threshold as
+ * g[0], g[1] that multi-item updates add to (through the same per-CPU add
+ * as single updates), each with its own base, folded past the item's threshold as
  * mod folds; the CPU's value of the item is w + g[0] + g[1], still never
  * reset, and exact sums use that. (So for a MULTI vec the O(1) readers'
  * bound is three times the threshold per CPU slot: each word's diff stays
@@ -422,11 +422,12 @@ TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
  * Needs TALLY_VEC_MULTI. Returns 0, or -EINVAL (NULL v, a vec without
  * TALLY_VEC_MULTI, d NULL with n > 0, n > TALLY_VEC_ITEMS_MAX, an item out
  * of range: nothing changed).
- * Any thread, beside every call but init/destroy. Lock-free: n relaxed
- * atomic adds on the current CPU's bank words, bracketed by an increment
- * and a decrement of that CPU's in-flight counter for the bank; retried
- * only when a snapshot switched banks between reading the bank and
- * announcing itself. Then each item's bank fold check (as tally_vec_mod).
+ * Any thread, beside every call but init/destroy. Lock-free: n per-CPU
+ * adds to bank words (as tally_vec_mod's: rseq where available), each
+ * with the bank word's fold check (as tally_vec_mod), bracketed by an
+ * atomic increment and decrement of the current CPU's in-flight counter
+ * for the bank; retried only when a snapshot switched banks between
+ * reading the bank and announcing itself.
  * Other readers (read_exact, sum) see each item's part on its own.
  */
 static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d,
@@ -442,8 +443,11 @@ static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_ve
 			return -EINVAL;
 	if (!n)
 		return 0;
-	/* Any slot is correct (bank words only take atomic RMWs); the
-	 * current CPU's keeps the lines local. */
+	/* The in-flight counters take atomic RMWs only, so any slot's is
+	 * correct; the current CPU's keeps the line local. The adds go
+	 * through tally__pcpu_add like single updates (rseq where it can)
+	 * and may land on other slots if the thread migrates: the snapshot
+	 * drains every slot's counter before it reads any slot's bank. */
 	s = tally__cpu() % v->tally__pcpu.nr;
 	in = tally__vec_inflight(v, s);
 	for (;;) {
@@ -459,13 +463,16 @@ static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_ve
 		/* A snapshot switched banks: nothing was added to bank p. */
 		__atomic_fetch_sub(&in[p], 1, __ATOMIC_RELAXED);
 	}
-	for (i = 0; i < n; i++)
-		tally__add(&tally__vec_bank(v, s, d[i].item)[p], (tally_uword)d[i].delta);
+	for (i = 0; i < n; i++) {
+		unsigned at;
+		tally__pcpu_add(&v->tally__pcpu,
+				(size_t)d[i].item * v->tally__istride + (2 + p) * sizeof(tally_uword),
+				(tally_uword)d[i].delta, &at);
+		tally__vec_fold_bank(v, at, d[i].item, p);
+	}
 	/* release: the adds above come before the decrement, which the
 	 * snapshot's drain loads (seq_cst, so acquire) before it reads bank p. */
 	__atomic_fetch_sub(&in[p], 1, __ATOMIC_RELEASE);
-	for (i = 0; i < n; i++)
-		tally__vec_fold_bank(v, s, d[i].item, p);
 	return 0;
 }
 
@@ -557,9 +564,9 @@ TALLY__INLINE tally_uword tally_vec_read(const struct tally_vec *v, unsigned ite
 /*
  * Every item's raw exact value into out[0..nr_items-1]: one pass over each
  * CPU's chunk. With TALLY_VEC_MULTI (caller holds the lock): the pass
- * reads w and the idle bank, then the phase flips and, per CPU, once the
- * bank updates were adding to has no update in flight, its words are
- * added too. Every multi-item update went wholly to one bank: to the idle
+ * reads w and the idle bank, then the phase flips and, once no CPU has an
+ * update in flight into the bank updates were adding to, that bank's
+ * words are added too. Every multi-item update went wholly to one bank: to the idle
  * one before the previous flip (read in the pass), or to the busy one
  * before this flip (read after it drained), or after this flip (in
  * neither: the idle bank was read before the flip).
@@ -585,6 +592,8 @@ static inline void tally__vec_cut(const struct tally_vec *v, tally_uword *out)
 	/* seq_cst: pairs with the update's seq_cst increment and re-load
 	 * (see tally_vec_mod_multi). */
 	__atomic_store_n(&m->tally__phase, q, __ATOMIC_SEQ_CST);
+	/* Every slot's counter first: an update's adds may have landed on
+	 * other slots than its counter's. */
 	for (s = 0; s < slots; s++) {
 		tally_uword *in = tally__vec_inflight(v, s);
 		unsigned spins = 0;
@@ -600,9 +609,10 @@ static inline void tally__vec_cut(const struct tally_vec *v, tally_uword *out)
 				spins = 0;
 			}
 		}
+	}
+	for (s = 0; s < slots; s++)
 		for (i = 0; i < nr; i++)
 			out[i] += tally__load(&tally__vec_bank(v, s, i)[p]);
-	}
 }
 
 TALLY__INLINE void tally__vec_lock(const struct tally_vec *v)
