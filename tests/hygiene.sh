@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Header hygiene: every header in <include-dir>/tally/*.h (internal ones too)
-# must compile alone, included twice, as C11 and as C++11 and C++17, with gcc,
-# g++, clang and clang++ under -Wall -Wextra -Wpedantic -Werror; headers
-# that need no liburcu also as C11 with gcc -m32 and with 32-bit words.
+# Header hygiene: every header in <include-dir>/tally/*.h (internal ones too;
+# the parts under tally/<name>/ refuse to be included alone and are checked
+# through their header) must
+#   - compile alone, included twice, under -Wall -Wextra -Wpedantic -Werror,
+#     as C11 and C17 with gcc, clang (14, the default) and clang-16, and as
+#     C++11, C++14, C++17 and C++20 with g++, clang++ and clang++-16;
+#   - compile with 32-bit words (C11 and C++17), and, for headers that need
+#     no liburcu, as C11 with gcc -m32;
+#   - stop at config.h's #error, with its message as the first error, as C99
+#     (gcc, clang) and C++98 (g++, clang++).
 #   tests/hygiene.sh <include-dir>
-# Prints one line per failure (with the compiler's output) and a summary;
-# exits non-zero if anything failed.
+# A compiler that is not installed is reported as skipped (clang-16 is
+# Debian's package clang-16; ./install-deps installs it). Prints one line per
+# failure (with the compiler's output) and a summary; exits non-zero if
+# anything failed.
 set -uo pipefail
 
 inc=${1:?usage: hygiene.sh <include-dir>}
@@ -16,6 +24,8 @@ trap 'rm -rf "$work"' EXIT
 warn=(-Wall -Wextra -Wpedantic -Werror -fsyntax-only)
 # liburcu's headers are where pkg-config says (usually a system path).
 urcu=$(pkg-config --cflags liburcu-memb 2>/dev/null || true)
+# The message config.h gives below C11 / C++11.
+stdmsg='tally requires C11 or C++11'
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
@@ -24,7 +34,7 @@ fail=0
 skipped=()
 failed=()
 
-# compile <label> <tu> <compiler> <flags...>
+# compile <label> <tu> <compiler> <flags...>: must compile cleanly.
 compile() {
 	local label=$1 tu=$2 cc=$3
 	shift 3
@@ -40,14 +50,43 @@ compile() {
 	fi
 }
 
+# refuse <label> <tu> <compiler> <flags...>: must fail, and the first error
+# must be config.h's #error naming the standard.
+refuse() {
+	local label=$1 tu=$2 cc=$3
+	shift 3
+	local out first
+	# shellcheck disable=SC2086
+	if out=$("$cc" "$@" -fsyntax-only -I"$inc" $urcu "$tu" 2>&1); then
+		fail=$((fail + 1))
+		failed+=("$label")
+		echo "FAIL: $label: compiled, expected the #error \"$stdmsg ...\""
+		return
+	fi
+	first=$(grep -m1 -E 'error' <<<"$out")
+	if grep -q "$stdmsg" <<<"$first"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		failed+=("$label")
+		echo "FAIL: $label: the first error is not config.h's \"$stdmsg\":"
+		echo "$out" | sed 's/^/    /' | head -20
+	fi
+}
+
 headers=("$inc"/tally/*.h)
 if [ ! -e "${headers[0]}" ]; then
 	echo "hygiene: no headers in $inc/tally" >&2
 	exit 2
 fi
 
-for cc in gcc g++ clang clang++; do
-	have "$cc" || skipped+=("$cc (not installed)")
+ccs=()
+cxxs=()
+for cc in gcc clang clang-16; do
+	if have "$cc"; then ccs+=("$cc"); else skipped+=("$cc (not installed)"); fi
+done
+for cxx in g++ clang++ clang++-16; do
+	if have "$cxx"; then cxxs+=("$cxx"); else skipped+=("$cxx (not installed)"); fi
 done
 m32=1
 if have gcc; then
@@ -65,15 +104,17 @@ for h in "${headers[@]}"; do
 	printf '#include <tally/%s>\n#include <tally/%s>\nint main() { return 0; }\n' \
 		"$name" "$name" >"$cxx"
 
-	for cc in gcc clang; do
-		have "$cc" || continue
-		compile "$name: $cc -std=c11" "$c" "$cc" -std=c11
+	for cc in "${ccs[@]}"; do
+		for std in c11 c17; do
+			compile "$name: $cc -std=$std" "$c" "$cc" -std=$std
+		done
+		refuse "$name: $cc -std=c99 stops at the #error" "$c" "$cc" -std=c99
 	done
-	for cxxc in g++ clang++; do
-		have "$cxxc" || continue
-		for std in c++11 c++17; do
+	for cxxc in "${cxxs[@]}"; do
+		for std in c++11 c++14 c++17 c++20; do
 			compile "$name: $cxxc -std=$std" "$cxx" "$cxxc" -std=$std
 		done
+		refuse "$name: $cxxc -std=c++98 stops at the #error" "$cxx" "$cxxc" -std=c++98
 	done
 	have gcc && compile "$name: gcc -std=c11 -DTALLY_WORD_BITS=32" "$c" gcc -std=c11 \
 		-DTALLY_WORD_BITS=32
@@ -90,7 +131,8 @@ for h in "${headers[@]}"; do
 	fi
 done
 
-echo "hygiene: ${#headers[@]} headers, $pass compiles passed, $fail failed"
+echo "hygiene: ${#headers[@]} headers, $pass checks passed, $fail failed" \
+	"(compilers: ${ccs[*]} ${cxxs[*]})"
 for s in "${skipped[@]}"; do
 	echo "hygiene: skipped $s"
 done
