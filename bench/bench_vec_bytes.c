@@ -17,6 +17,15 @@
  *                                   mutex (aggregated under the locks)
  *   vec_bytes/shared_atomic         one relaxed atomic add on a shared word
  *
+ * And a memcached "get" as counted by its stats: cmd_get + 1 with get_hits
+ * + 1 or get_misses + 1 (from the table) as one update, 1 and 2 threads:
+ *
+ *   vec_gets/tally_multi            tally_vec_mod_multi on a TALLY_VEC_MULTI
+ *                                   vec (snapshots see it whole)
+ *   vec_gets/tally_two_incs         two tally_vec_inc (snapshots may see
+ *                                   one without the other)
+ *   vec_gets/mutex_per_thread       both fields under the thread's mutex
+ *
  * Compare within one run (the ratios); run the repetitions interleaved:
  *   bench_vec_bytes --benchmark_repetitions=5 \
  *     --benchmark_enable_random_interleaving=true
@@ -176,6 +185,113 @@ static void atomic_body(struct cbench_state *s, void *arg)
 	FOR_EACH_DELTA(s, d, __atomic_fetch_add(&shared, (uint64_t)d, __ATOMIC_RELAXED));
 }
 
+/* ---- gets: two counters as one update ----------------------------------- */
+enum { CMD_GET, GET_HITS, GET_MISSES, NR_GETS };
+
+static struct tally_vec gets_vec;
+static uint64_t gets_expected;
+
+static int gets_setup(struct cbench_state *s, void *arg)
+{
+	struct tally_vec_opts o = {NR_GETS, 0, NULL, arg ? TALLY_VEC_MULTI : 0, NULL};
+	(void)s;
+	gets_expected = 0;
+	return tally_vec_init_opts(&gets_vec, &o);
+}
+
+static void gets_teardown(struct cbench_state *s, void *arg)
+{
+	tally_uword v[NR_GETS];
+	(void)arg;
+	cbench_check(s, tally_vec_snapshot(&gets_vec, v, NR_GETS) == 0 &&
+				v[CMD_GET] == (tally_uword)gets_expected &&
+				v[CMD_GET] == v[GET_HITS] + v[GET_MISSES],
+		     "get counts are not exact");
+	tally_vec_destroy(&gets_vec);
+}
+
+#define FOR_EACH_GET(s, hit, ...)                                                   \
+	do {                                                                        \
+		uint64_t n_, i_;                                                    \
+		unsigned k_ = (unsigned)cbench_thread_index(s) * 977u;              \
+		while (cbench_batch(s, &n_)) {                                      \
+			for (i_ = 0; i_ < n_; i_++)                                 \
+				for (int j_ = 0; j_ < UNROLL; j_++) {               \
+					unsigned hit = (table[k_++ & (TABLE - 1)] & 3) \
+							       ? GET_HITS             \
+							       : GET_MISSES;          \
+					__VA_ARGS__;                                \
+				}                                                   \
+			__atomic_add_fetch(&gets_expected, n_ * UNROLL,             \
+					   __ATOMIC_RELAXED);                       \
+		}                                                                   \
+		cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));          \
+	} while (0)
+
+static void gets_multi_body(struct cbench_state *s, void *arg)
+{
+	(void)arg;
+	FOR_EACH_GET(s, hit, {
+		struct tally_vec_delta d[2] = {{CMD_GET, 1}, {hit, 1}};
+		tally_vec_mod_multi(&gets_vec, d, 2);
+	});
+}
+
+static void gets_incs_body(struct cbench_state *s, void *arg)
+{
+	(void)arg;
+	FOR_EACH_GET(s, hit, {
+		tally_vec_inc(&gets_vec, CMD_GET);
+		tally_vec_inc(&gets_vec, hit);
+	});
+}
+
+struct get_stats {
+	pthread_mutex_t lock;
+	uint64_t v[NR_GETS];
+} __attribute__((aligned(128)));
+
+static struct get_stats gstats[MAX_THREADS];
+
+static int gets_mutex_setup(struct cbench_state *s, void *arg)
+{
+	(void)s;
+	(void)arg;
+	gets_expected = 0;
+	memset(gstats, 0, sizeof(gstats));
+	for (int i = 0; i < MAX_THREADS; i++)
+		if (pthread_mutex_init(&gstats[i].lock, NULL))
+			return 1;
+	return 0;
+}
+
+static void gets_mutex_teardown(struct cbench_state *s, void *arg)
+{
+	uint64_t v[NR_GETS] = {0, 0, 0};
+	(void)arg;
+	for (int i = 0; i < MAX_THREADS; i++) {
+		pthread_mutex_lock(&gstats[i].lock);
+		for (int k = 0; k < NR_GETS; k++)
+			v[k] += gstats[i].v[k];
+		pthread_mutex_unlock(&gstats[i].lock);
+		pthread_mutex_destroy(&gstats[i].lock);
+	}
+	cbench_check(s, v[CMD_GET] == gets_expected && v[CMD_GET] == v[GET_HITS] + v[GET_MISSES],
+		     "get counts are not exact");
+}
+
+static void gets_mutex_body(struct cbench_state *s, void *arg)
+{
+	struct get_stats *t = &gstats[cbench_thread_index(s) % MAX_THREADS];
+	(void)arg;
+	FOR_EACH_GET(s, hit, {
+		pthread_mutex_lock(&t->lock);
+		t->v[CMD_GET]++;
+		t->v[hit]++;
+		pthread_mutex_unlock(&t->lock);
+	});
+}
+
 static void reg(const char *name, cbench_fn fn, void *arg, cbench_setup_fn setup,
 		cbench_fn teardown)
 {
@@ -193,4 +309,8 @@ CBENCH_INIT(register_vec_bytes)
 	reg("vec_bytes/tally_default", vec_body, &vec_default, vec_setup, vec_teardown);
 	reg("vec_bytes/mutex_per_thread", mutex_body, NULL, mutex_setup, mutex_teardown);
 	reg("vec_bytes/shared_atomic", atomic_body, NULL, atomic_setup, atomic_teardown);
+	reg("vec_gets/tally_multi", gets_multi_body, &gets_vec, gets_setup, gets_teardown);
+	reg("vec_gets/tally_two_incs", gets_incs_body, NULL, gets_setup, gets_teardown);
+	reg("vec_gets/mutex_per_thread", gets_mutex_body, NULL, gets_mutex_setup,
+	    gets_mutex_teardown);
 }
