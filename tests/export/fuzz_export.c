@@ -432,6 +432,7 @@ static void one(const char *dir, int limit)
 {
 	struct tally_export e;
 	struct tally_counter c[3];
+	struct tally_vec v;
 	struct tally_tree *t;
 	struct gnames ns;
 	struct expect x;
@@ -448,6 +449,29 @@ static void one(const char *dir, int limit)
 					       &c[i], (int)below(2));
 		if (err)
 			expect_err(&e, err, "add_counter");
+		else
+			regs_ok++;
+	}
+	/* A vector with its own (arbitrary) item names. */
+	{
+		char vb[3][64];
+		const char *vn[3];
+		struct tally_vec_opts o;
+		memset(&o, 0, sizeof(o));
+		o.nr_items = 1 + below(3);
+		for (i = 0; i < (int)o.nr_items; i++) {
+			gen_name(vb[i], sizeof(vb[i]));
+			vn[i] = below(5) ? vb[i] : NULL;
+		}
+		o.names = vn;
+		if (tally_vec_init_opts(&v, &o))
+			fail(NULL, "tally_vec_init_opts");
+		for (i = 0; i < (int)o.nr_items; i++)
+			tally_vec_mod(&v, (unsigned)i, (tally_sword)below(100000) - 50000);
+		gen_name(name, sizeof(name));
+		err = tally_export_add_vec(&e, below(4) ? name : NULL, &v, NULL, NULL, NULL);
+		if (err)
+			expect_err(&e, err, "add_vec");
 		else
 			regs_ok++;
 	}
@@ -521,6 +545,7 @@ static void one(const char *dir, int limit)
 	if (saved && dir)
 		files_written++;
 	tally_export_destroy(&e);
+	tally_vec_destroy(&v);
 	tally_tree_destroy(t);
 	for (i = 0; i < nc; i++)
 		tally_counter_destroy(&c[i]);
