@@ -394,7 +394,8 @@ TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword
  * tally_vec_mod - add d (any sign) to item (mod_node_page_state()).
  * Returns 0, or -EINVAL for a NULL v or item out of range (nothing
  * changed). Any thread, beside every call but init/destroy. Wait-free on
- * the common path (one per-CPU RMW), a CAS and an atomic add on a fold;
+ * the common path (one per-CPU RMW); a fold is tally__pcpu_fold's
+ * lock-free CAS loop (a CAS, an atomic add on the item's global, a fence);
  * never a fold for an item with threshold TALLY_VEC_EXACT. Relaxed.
  */
 TALLY__INLINE int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d)
