@@ -96,6 +96,16 @@ void lock_destroy(struct site_lock *l)
 	pthread_mutex_destroy(&l->m);
 }
 
+static void note_wait(struct tstats *ts, int site, uint64_t ns)
+{
+	ts->wait_ns[site] += ns;
+	ts->contended[site]++;
+	if (ns > LONG_WAIT_NS) {
+		ts->long_waits[site]++;
+		ts->long_wait_ns[site] += ns;
+	}
+}
+
 /*
  * An instrumented acquisition: a failed trylock starts the wait clock and
  * records who held the lock up (the site of its last acquisition: a hint,
@@ -107,8 +117,7 @@ void lock_at(struct site_lock *l, struct tstats *ts, int site)
 		int h = __atomic_load_n(&l->holder_site, __ATOMIC_RELAXED);
 		uint64_t t0 = now_ns();
 		pthread_mutex_lock(&l->m);
-		ts->wait_ns[site] += now_ns() - t0;
-		ts->contended[site]++;
+		note_wait(ts, site, now_ns() - t0);
 		if (h >= 0 && h < NR_SITES)
 			ts->contended_by[site][h]++;
 	}
@@ -126,8 +135,7 @@ void cost_lock_at(struct tally_cost *c, struct tstats *ts, int site)
 	if (!tally_cost_trylock(c)) {
 		uint64_t t0 = now_ns();
 		tally_cost_lock(c);
-		ts->wait_ns[site] += now_ns() - t0;
-		ts->contended[site]++;
+		note_wait(ts, site, now_ns() - t0);
 		ts->contended_by[site][site]++; /* only prepare_scan_control takes it */
 	}
 	ts->acq[site]++;

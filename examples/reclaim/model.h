@@ -1,6 +1,8 @@
 /*
- * examples/reclaim/model.h - a userspace model of seed 000: reclaim's
- * anon/file scan-balance cost moved off lru_lock.
+ * examples/reclaim/model.h - a userspace model of the kernel series
+ * "mm/vmscan: reduce lru_lock contention via vmstat-derived scan-balance cost"
+ * (Usama Arif, 2026): reclaim's anon/file scan-balance cost moved off
+ * lru_lock.
  *
  * A memcg tree (tally groups) with an lruvec per memcg: four LRU lists of
  * folios under an lru_lock, per-lruvec statistics (LRU sizes, PGROTATE_*,
@@ -31,7 +33,7 @@
 
 enum model_mode { MODE_LEGACY = 0, MODE_VMSTAT = 1, NR_MODES };
 
-/* Lock call sites, named after the kernel functions of the seed's table. */
+/* Lock call sites, named after the kernel functions of the series' perf lock table. */
 enum site {
 	SITE_NOTE_COST_UNLOCK,  /* lru_note_cost_unlock_irq() after a shrink */
 	SITE_REFAULT_NOTE_COST, /* lru_note_cost_refault() in workingset_refault() */
@@ -115,7 +117,8 @@ _Static_assert(PGROTATE_FILE == PGROTATE_ANON + 1 &&
 		       WORKINGSET_RESTORE_FILE == WORKINGSET_RESTORE_ANON + 1,
 	       "per-type items: anon, then file");
 
-/* Page-cache promotion events (seed 002), node-wide, in a tally_vec. */
+/* Page-cache promotion events ("Promotion of Unmapped Page Cache
+ * Folios", Gregory Price, 2025), node-wide, in a tally_vec. */
 enum promo_item {
 	NUMA_HINT_PAGE_CACHE,  /* hint events on lower-tier page cache */
 	PGPROMOTE_CANDIDATE,   /* folios put on a task's promotion list */
@@ -185,6 +188,7 @@ struct lruvec_report {
 };
 
 #define MODEL_MAX_LRUVECS 64
+#define LONG_WAIT_NS 100000u /* 100 us */
 
 struct model_result {
 	int mode;
@@ -193,6 +197,11 @@ struct model_result {
 	/* contended_by[s][h]: failed trylocks at site s while the lock's last
 	 * taker was at site h (who held it up; a hint read without the lock) */
 	uint64_t contended_by[NR_SITES][NR_SITES];
+	/* Waits over LONG_WAIT_NS, and their time: far longer than any hold
+	 * of the model's locks (about a microsecond), so the holder or the
+	 * waiter lost its CPU meanwhile (the scheduler's wait, not the lock's:
+	 * a kernel spinlock holder cannot be preempted). */
+	uint64_t long_waits[NR_SITES], long_wait_ns[NR_SITES];
 	uint64_t producer_lock_acquisitions, total_lock_wait_ns;
 	/* work done */
 	uint64_t faults, refaults, accesses, drains;
@@ -200,7 +209,7 @@ struct model_result {
 	uint64_t passes_due; /* threads: passes the producers asked for */
 	/* throttle, summed over leaves */
 	uint64_t throttled, throttle_woken, throttle_timeouts, throttle_gave_up;
-	/* promotion (seed 002) */
+	/* page-cache promotion */
 	uint64_t promo[NR_PROMO_ITEMS], promo_syscalls, promo_max_per_syscall;
 	/* costs at the end (vmstat: one last fold after a forced flush) */
 	unsigned nr_lruvecs;

@@ -56,6 +56,7 @@ struct tstats {
 	/* contended_by[s][h]: failed trylocks at site s while the lock's
 	 * last taker was at site h (who held it up) */
 	uint64_t contended_by[NR_SITES][NR_SITES];
+	uint64_t long_waits[NR_SITES], long_wait_ns[NR_SITES]; /* over LONG_WAIT_NS */
 	uint64_t faults, refaults, accesses, drains;
 	uint64_t passes, passes_throttled, scanned, reclaimed, pageouts, rotated, deactivated;
 	uint64_t promo_syscalls, promo_max;

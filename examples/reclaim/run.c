@@ -144,6 +144,8 @@ static void add_stats(struct model_result *res, const struct tstats *ts)
 		res->acquisitions[s] += ts->acq[s];
 		res->wait_ns[s] += ts->wait_ns[s];
 		res->contended[s] += ts->contended[s];
+		res->long_waits[s] += ts->long_waits[s];
+		res->long_wait_ns[s] += ts->long_wait_ns[s];
 		for (int h = 0; h < NR_SITES; h++)
 			res->contended_by[s][h] += ts->contended_by[s][h];
 	}

@@ -6,19 +6,21 @@
  *    legacy mode's producer-side costs at every pass, the whole replay is
  *    identical, and the root's final cost accounts for every event once:
  *    32 * (refaults + pageouts) + (scanned - reclaimed) + rotated.
- * 2. The seed's reclaim gap: 100 anon refaults, then 20 file refaults,
+ * 2. The series' reclaim gap: 100 anon refaults, then 20 file refaults,
  *    then one pass on an LRU of 4000 (limit 1000). legacy decays at every
  *    event and the later file refaults age the anon ones out: 320 : 448.
  *    vmstat folds the whole gap at once and halves both: 800 : 160.
  * 3. With decay the two modes differ (and each replay is deterministic).
- * 4. Promotion (seed 002): hints = candidates = promoted, never more than
+ * 4. Promotion ("Promotion of Unmapped Page Cache Folios"): hints = candidates = promoted, never more than
  *    the rate limit per syscall, the rest rate-limited.
  * 5. Threads, both modes: the same work; legacy takes exactly
  *    (refaults + 2 * passes) * (depth + 1) cost-recording lock
  *    acquisitions, vmstat none; every other site the same count.
+ * 6. The demo's summary: per-site change as the median and range over the
+ *    repeats where legacy waited, counts added up, exact on made-up runs.
  */
 #define _GNU_SOURCE
-#include "model.h"
+#include "report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +247,55 @@ static void test_threads(void)
 		      "%s over lrusize/4", a->lruvec[i].name);
 }
 
+static void fake_run(struct model_result *r, int mode, uint64_t drain_ns, uint64_t total_ns)
+{
+	memset(r, 0, sizeof(*r));
+	r->mode = mode;
+	r->wait_ns[SITE_LRU_ADD_DRAIN] = drain_ns;
+	r->long_wait_ns[SITE_LRU_ADD_DRAIN] = drain_ns / 2;
+	r->total_lock_wait_ns = total_ns;
+	r->faults = 10;
+}
+
+static void test_summary(void)
+{
+	static struct demo d;
+	static struct model_result r;
+	struct change c;
+	/* legacy/vmstat per repeat: drain 100/50 (-50%), 200/300 (+50%),
+	 * 0/10 (no legacy wait: left out), 100/80 (-20%); total 1000/400
+	 * (-60%), 1000/250 (-75%), 1000/900 (-10%), 1000/100 (-90%). */
+	static const uint64_t drain[4][2] = {{100, 50}, {200, 300}, {0, 10}, {100, 80}};
+	static const uint64_t total[4][2] = {{1000, 400}, {1000, 250}, {1000, 900}, {1000, 100}};
+	memset(&d, 0, sizeof(d));
+	d.repeat = 4;
+	d.ran[MODE_LEGACY] = d.ran[MODE_VMSTAT] = 1;
+	for (unsigned k = 0; k < 4; k++)
+		for (int m = 0; m < 2; m++) {
+			fake_run(&r, m, drain[k][m], total[k][m]);
+			demo_add(&d, k, &r);
+		}
+	site_change(&d, SITE_LRU_ADD_DRAIN, &c);
+	CHECK_EQ(c.n, 3);
+	CHECK(c.median == -20.0 && c.min == -50.0 && c.max == 50.0, "drain %g %g %g", c.median,
+	      c.min, c.max);
+	site_change(&d, SITE_TOTAL, &c);
+	CHECK_EQ(c.n, 4);
+	CHECK(c.median == -67.5 && c.min == -90.0 && c.max == -10.0, "total %g %g %g", c.median,
+	      c.min, c.max);
+	/* short waits: total minus the long ones (half of each drain wait) */
+	CHECK_EQ(d.wait_ns[1][MODE_VMSTAT][SITE_SHORT], 250 - 150);
+	site_change(&d, SITE_NOTE_COST_UNLOCK, &c);
+	CHECK_EQ(c.n, 0);
+	CHECK_EQ(d.sum[MODE_LEGACY].wait_ns[SITE_LRU_ADD_DRAIN], 400);
+	CHECK_EQ(d.sum[MODE_VMSTAT].long_wait_ns[SITE_LRU_ADD_DRAIN], 25 + 150 + 5 + 40);
+	CHECK_EQ(d.sum[MODE_VMSTAT].faults, 40);
+	/* one mode only: no change to report */
+	d.ran[MODE_VMSTAT] = 0;
+	site_change(&d, SITE_TOTAL, &c);
+	CHECK_EQ(c.n, 0);
+}
+
 static void test_bad_config(void)
 {
 	struct model_config c;
@@ -266,6 +317,7 @@ int main(void)
 	test_promotion();
 	test_threads();
 	test_bad_config();
+	test_summary();
 	if (failures) {
 		fprintf(stderr, "test_model: %d check(s) FAILED\n", failures);
 		return 1;
