@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Static checks over the public headers, through one translation unit per
+# header (tally/<name>.h included twice, nothing else), generated in a
+# temporary directory:
+#   - clang-tidy: bugprone-*, concurrency-*, cert-*, performance-* and the
+#     clang static analyzer (clang-analyzer-*), as C11, findings in
+#     include/tally/ only, every disabled check and every
+#     suppressed finding explained below;
+#   - cppcheck: warning, performance and portability classes, as C11 with
+#     gcc's predefined macros (the configuration the headers are built in);
+#   - with --analyzer (or TALLY_LINT_ANALYZER=1): gcc -fanalyzer as well,
+#     every static inline function emitted. Off by default: on gcc 12 it
+#     only reports false leaks (see the README, "Static checks").
+#   tests/lint.sh [--analyzer] [<include-dir>]
+# Prints each finding (file:line: message [check]) and a summary; exits 1 if
+# any tool found something, 2 if a tool is missing or failed to run.
+set -uo pipefail
+
+analyzer=${TALLY_LINT_ANALYZER:-0}
+if [ "${1:-}" = --analyzer ]; then
+	analyzer=1
+	shift
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+inc=$(cd "${1:-$here/../include}" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# liburcu's headers, for rstat.h and export_rstat.h.
+urcu=$(pkg-config --cflags liburcu-memb 2>/dev/null || true)
+
+for tool in clang-tidy cppcheck; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "lint: $tool is not installed (./install-deps installs it)" >&2
+		exit 2
+	fi
+done
+
+# ---- clang-tidy ------------------------------------------------------------
+# Disabled checks, and why:
+#   bugprone-easily-swappable-parameters: a style finding about adjacent
+#     parameters of one type (item and delta, sum and count); the API keeps
+#     the kernel's shapes, and the tests pin every argument's role.
+#   bugprone-implicit-widening-of-multiplication-result: every flagged
+#     product is of an item count (at most 2^16, TALLY_RSTAT_ITEMS_MAX and
+#     TALLY_VEC_ITEMS_MAX) by a small constant, so it cannot overflow its
+#     32-bit type before the widening; the check cannot see those bounds.
+#   clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling:
+#     asks for C11 Annex K's memset_s/memcpy_s instead of every memset and
+#     memcpy; glibc has no Annex K, and the sizes are checked where computed.
+checks='-*,bugprone-*,concurrency-*,cert-*,performance-*,clang-analyzer-*'
+checks+=',-bugprone-easily-swappable-parameters'
+checks+=',-bugprone-implicit-widening-of-multiplication-result'
+checks+=',-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling'
+
+# Suppressed findings: check, header (path under include/), a regex the
+# flagged source line must match, and why it is not a defect. A finding is
+# suppressed only if all three match, so a new one at another place shows.
+suppress=(
+	# An #include operand, <urcu/urcu-memb.h>: parentheses would break it.
+	'bugprone-macro-parentheses|tally/rstat.h|define TALLY_URCU_HEADER'
+	# g is struct tally_group **: sizeof(*g) is the size of one element of
+	# an array of pointers, which is what realloc() must get.
+	'bugprone-sizeof-expression|tally/rstat/updated.h|realloc\(ids->group, cap \* sizeof\(\*g\)\)'
+)
+
+suppressed() { # <file> <line> <check>
+	local file=$1 line=$2 check=$3 s c f re src
+	src=$(sed -n "${line}p" "$file")
+	for s in "${suppress[@]}"; do
+		IFS='|' read -r c f re <<<"$s"
+		if [[ ",$check," == *",$c,"* && $file == *"/$f" ]] && grep -Eq -- "$re" <<<"$src"; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+headers=("$inc"/tally/*.h)
+for h in "${headers[@]}"; do
+	n=$(basename "$h" .h)
+	printf '#include <tally/%s.h>\n#include <tally/%s.h>\n' "$n" "$n" >"$work/tu_$n.c"
+done
+
+found=0
+nsup=0
+declare -A seen=()
+tidy_raw="$work/tidy.txt"
+: >"$tidy_raw"
+for tu in "$work"/tu_*.c; do
+	# shellcheck disable=SC2086
+	clang-tidy --quiet -checks="$checks" --header-filter="^$inc/tally/" "$tu" -- \
+		-std=c11 -I"$inc" $urcu >>"$tidy_raw" 2>&1
+	rc=$?
+	# clang-tidy exits non-zero on compiler errors (not on warnings).
+	if [ $rc -ne 0 ] && ! grep -q 'warning:' "$tidy_raw"; then
+		echo "lint: clang-tidy failed on $(basename "$tu"):" >&2
+		sed 's/^/    /' "$tidy_raw" | head -20 >&2
+		exit 2
+	fi
+done
+while IFS= read -r w; do
+	file=${w%%:*}
+	rest=${w#*:}
+	line=${rest%%:*}
+	check=${w##*[}
+	check=${check%]}
+	key="$file:$line:$check"
+	[ -n "${seen[$key]:-}" ] && continue
+	seen[$key]=1
+	if suppressed "$file" "$line" "$check"; then
+		nsup=$((nsup + 1))
+		continue
+	fi
+	echo "clang-tidy: ${w#"$inc"/}"
+	found=$((found + 1))
+done < <(grep -E '^/.*: (warning|error): .*\[[a-z0-9,.-]+\]$' "$tidy_raw")
+echo "lint: clang-tidy: ${#headers[@]} headers, $found findings, $nsup suppressed (explained in $(basename "$0"))"
+
+# ---- cppcheck ----------------------------------------------------------------
+# gcc's predefined macros stand in for the compiler: without them config.h
+# and arch.h stop at their #error (no C11, no lock-free atomics). A -D makes
+# cppcheck check that one configuration instead of guessing at a dozen.
+gcc -std=c11 -dM -E -x c /dev/null >"$work/predefs.h" || exit 2
+cpp_raw="$work/cppcheck.txt"
+: >"$cpp_raw"
+for tu in "$work"/tu_*.c; do
+	# style is left out: it adds scope hints and a false "condition is
+	# always true" in tally_export_negotiate (cppcheck 2.10).
+	out=$(cppcheck --quiet --std=c11 --enable=warning,performance,portability \
+		--library=posix --include="$work/predefs.h" -D__GNUC__=12 \
+		--error-exitcode=3 --template='{file}:{line}: {severity}: {message} [{id}]' \
+		-I"$inc" "$tu" 2>&1)
+	rc=$?
+	if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
+		echo "lint: cppcheck failed on $(basename "$tu"):" >&2
+		echo "$out" | sed 's/^/    /' | head -20 >&2
+		exit 2
+	fi
+	[ -n "$out" ] && echo "$out" >>"$cpp_raw"
+done
+# A header's finding shows once, whichever translation units include it.
+sort -u "$cpp_raw" | sed "s|^$inc/||; s|^|cppcheck: |"
+cpp_found=$(sort -u "$cpp_raw" | grep -c .)
+echo "lint: cppcheck: ${#headers[@]} headers, $cpp_found findings"
+found=$((found + cpp_found))
+
+# ---- gcc -fanalyzer (on demand) -------------------------------------------------
+if [ "$analyzer" = 1 ]; then
+	an_found=0
+	for tu in "$work"/tu_*.c; do
+		# shellcheck disable=SC2086
+		out=$(gcc -std=c11 -O0 -fanalyzer -fkeep-static-functions -fkeep-inline-functions \
+			-c -o /dev/null -I"$inc" $urcu "$tu" 2>&1 | grep -E 'warning:')
+		if [ -n "$out" ]; then
+			echo "$out" | sed "s|^$inc/||; s|^|analyzer: |"
+			an_found=$((an_found + $(grep -c . <<<"$out")))
+		fi
+	done
+	echo "lint: gcc -fanalyzer: ${#headers[@]} headers, $an_found findings"
+	found=$((found + an_found))
+fi
+
+if [ $found -ne 0 ]; then
+	echo "lint: $found findings"
+	exit 1
+fi
+echo "lint: clean"
