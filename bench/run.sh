@@ -10,6 +10,9 @@
 #                                      at random, medians are reported)
 #   BENCH_FILTER='counter_add' bench/run.sh    only matching benchmarks; the
 #                                      other results in bench/results stay
+#   BENCH_ONLY='bench_counter' bench/run.sh   only these binaries (their
+#                                      result files are rewritten, the
+#                                      others stay)
 #   TALLY_BENCH_THREADS=1,2,4,8 bench/run.sh   thread counts (harness.h)
 #   TALLY_BENCH_PIN=0 bench/run.sh             no CPU pinning
 # Figures are ratios measured side by side in one run: run it on a quiet
@@ -31,15 +34,17 @@ mkdir -p bench/results bench/plots
   echo "compiler: $(c++ --version | head -1)"
   echo "glibc: $(ldd --version 2>&1 | head -1)"
   echo "benchmark: libbenchmark $(dpkg-query -W -f='${Version}' libbenchmark-dev 2>/dev/null || echo '?')"
-  echo "settings: min_time=$min_time repetitions=$reps threads=${TALLY_BENCH_THREADS:-1,2,4} pin=${TALLY_BENCH_PIN:-1} filter=$filter"
+  echo "settings: min_time=$min_time repetitions=$reps threads=${TALLY_BENCH_THREADS:-1,2,4} pin=${TALLY_BENCH_PIN:-1} filter=$filter only=${BENCH_ONLY:-all}"
   echo "load before the run: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
   lscpu 2>/dev/null | grep -E '^(Architecture|Model name|Model|CPU\(s\)|On-line CPU\(s\) list|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\)|Hypervisor vendor|L1d cache|L2 cache|L3 cache|CPU max MHz|BogoMIPS):' || true
 } > bench/results/machine.txt
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+only=" ${BENCH_ONLY:-${TALLY_BENCHES[*]}} "
 for b in "${TALLY_BENCHES[@]}"; do
   [ -x "$build/bench/$b" ] || continue
+  [[ $only == *" $b "* ]] || continue
   out=bench/results/${b#bench_}.json
   echo "==== $b -> $out"
   rm -f "$tmp/new.json"
