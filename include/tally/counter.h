@@ -44,8 +44,10 @@
  * after w_X carried, the final w is in w_X's batch-aligned block; else it
  * is in the block of the last add that carried, whose w_A is in that
  * block too. Either way final w is within batch - 1 of a value within
- * batch - 1 of T. Slots never folded keep base = 0 and the same argument
- * holds with the first carry's add as the one that would fold.
+ * batch - 1 of T. A slot never folded is the case T = 0, w_X = 0 (its
+ * initial state, seen by every add after the allocation). The atomic
+ * path (TALLY_PCPU_MODE=1, the shared slot) is the same with a locked
+ * RMW as the store.
  * For a counter that only grows, base <= w always, so read <= sum and
  * read never goes back.
  */
