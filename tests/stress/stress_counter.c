@@ -12,7 +12,8 @@
  *   - read() and sum() never go backwards (seen by one reader);
  *   - a read() taken before a sum() is not above it;
  *   - compare(read_before - 1) is 1; compare(upper bound + 1) is -1.
- * Once the writers stop, |read - sum| stays below batch * slots.
+ * Once the writers stop, |read - sum| stays below the error bound
+ * (2 * batch * slots), for every counter.
  *
  * TALLY_STRESS_SECONDS sets the run time (default 2).
  */
@@ -177,6 +178,14 @@ int main(void)
 		for (int i = 0; i < NWRITERS; i++)
 			expect += U(w[i].total[k]);
 		CHECK_EQ(U(tally_counter_sum(&ctr[k])), expect);
+		{
+			/* Quiescent, before any fold_all: within the bound. */
+			tally_sword d = tally__to_signed(expect - U(tally_counter_read(&ctr[k])));
+			CHECK(d < tally_counter_error_bound(&ctr[k]) &&
+				      d > -tally_counter_error_bound(&ctr[k]),
+			      "counter %d: sum - read = %lld, bound %lld", k, (long long)d,
+			      (long long)tally_counter_error_bound(&ctr[k]));
+		}
 		tally_counter_fold_all(&ctr[k]);
 		CHECK_EQ(U(tally_counter_read(&ctr[k])), expect);
 		CHECK_EQ(U(tally_counter_sum(&ctr[k])), expect);
