@@ -11,13 +11,15 @@
  *    event and the later file refaults age the anon ones out: 320 : 448.
  *    vmstat folds the whole gap at once and halves both: 800 : 160.
  * 3. With decay the two modes differ (and each replay is deterministic).
- * 4. Promotion ("Promotion of Unmapped Page Cache Folios"): hints = candidates = promoted, never more than
+ * 4. Promotion ("Promotion of Unmapped Page Cache Folios"): hints =
+ *    candidates = promoted, never more than
  *    the rate limit per syscall, the rest rate-limited.
  * 5. Threads, both modes: the same work; legacy takes exactly
  *    (refaults + 2 * passes) * (depth + 1) cost-recording lock
  *    acquisitions, vmstat none; every other site the same count.
  * 6. The demo's summary: per-site change as the median and range over the
  *    repeats where legacy waited, counts added up, exact on made-up runs.
+ * 7. The LRU list helpers: lru_of() inverts is_file_lru()/is_active_lru().
  */
 #define _GNU_SOURCE
 #include "report.h"
@@ -296,6 +298,25 @@ static void test_summary(void)
 	CHECK_EQ(c.n, 0);
 }
 
+/* The list helpers invert each other, and each list's size item follows
+ * the list order. */
+static void test_lru_helpers(void)
+{
+	static const unsigned item[NR_EVICTABLE_LRU] = {NR_INACTIVE_ANON, NR_ACTIVE_ANON,
+							 NR_INACTIVE_FILE, NR_ACTIVE_FILE};
+	int lru;
+	for_each_evictable_lru(lru) {
+		enum lru_list l = (enum lru_list)lru;
+		CHECK_EQ(lru_of(is_file_lru(l), is_active_lru(l)), l);
+		CHECK_EQ(lru_item(l), item[lru]);
+	}
+	CHECK_EQ(is_file_lru(LRU_INACTIVE_FILE), 1);
+	CHECK_EQ(is_file_lru(LRU_ACTIVE_ANON), 0);
+	CHECK_EQ(is_active_lru(LRU_ACTIVE_FILE), 1);
+	CHECK_EQ(is_active_lru(LRU_INACTIVE_ANON), 0);
+	CHECK_EQ(is_file_lru(LRU_UNEVICTABLE) + is_active_lru(LRU_UNEVICTABLE), 0);
+}
+
 static void test_bad_config(void)
 {
 	struct model_config c;
@@ -318,6 +339,7 @@ int main(void)
 	test_threads();
 	test_bad_config();
 	test_summary();
+	test_lru_helpers();
 	if (failures) {
 		fprintf(stderr, "test_model: %d check(s) FAILED\n", failures);
 		return 1;
