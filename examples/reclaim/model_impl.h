@@ -9,6 +9,7 @@
  *   producer.c  tasks faulting, refaulting and reading page cache
  *   reclaimer.c prepare_scan_control() and the shrinkers
  *   run.c       model_run(): build, replay or threads, collect
+ * (the demo's summary and output: report.h, summary.c, report.c)
  */
 #ifndef RECLAIM_MODEL_IMPL_H
 #define RECLAIM_MODEL_IMPL_H

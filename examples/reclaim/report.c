@@ -1,8 +1,8 @@
 /*
- * examples/reclaim/report.c - the demo's figures: counts added up over the
- * repeats, the change of every lock site's wait as the median and range
- * over the repeats (a busy machine makes single runs swing widely), the
- * verdict, the tables and the JSON.
+ * examples/reclaim/report.c - what the demo prints: the workload and lock
+ * tables with each site's change as the median and range over the repeats
+ * (summary.c), the verdict, the long waits and who held lru_add_drain up;
+ * or the same as JSON.
  */
 #define _GNU_SOURCE
 #include "report.h"
@@ -11,123 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-const char *const mode_name[NR_MODES] = {"legacy", "vmstat"};
-
-/* The kernel patch's measurement (perf lock, 176 cores): total LRU lock
- * wait 4.23 s -> 1.66 s. */
-#define KERNEL_TOTAL_CHANGE_PCT (-61.0)
-
-/* Add run r's counts to sum; the final costs are those of the last run. */
-static void accumulate(struct model_result *sum, const struct model_result *r)
-{
-	sum->mode = r->mode;
-	sum->elapsed_ns += r->elapsed_ns;
-	for (int s = 0; s < NR_SITES; s++) {
-		sum->acquisitions[s] += r->acquisitions[s];
-		sum->wait_ns[s] += r->wait_ns[s];
-		sum->contended[s] += r->contended[s];
-		sum->long_waits[s] += r->long_waits[s];
-		sum->long_wait_ns[s] += r->long_wait_ns[s];
-		for (int h = 0; h < NR_SITES; h++)
-			sum->contended_by[s][h] += r->contended_by[s][h];
-	}
-	sum->producer_lock_acquisitions += r->producer_lock_acquisitions;
-	sum->total_lock_wait_ns += r->total_lock_wait_ns;
-	sum->faults += r->faults;
-	sum->refaults += r->refaults;
-	sum->accesses += r->accesses;
-	sum->drains += r->drains;
-	sum->passes += r->passes;
-	sum->passes_throttled += r->passes_throttled;
-	sum->passes_due += r->passes_due;
-	sum->scanned += r->scanned;
-	sum->reclaimed += r->reclaimed;
-	sum->pageouts += r->pageouts;
-	sum->rotated += r->rotated;
-	sum->deactivated += r->deactivated;
-	sum->throttled += r->throttled;
-	sum->throttle_woken += r->throttle_woken;
-	sum->throttle_timeouts += r->throttle_timeouts;
-	sum->throttle_gave_up += r->throttle_gave_up;
-	for (int k = 0; k < NR_PROMO_ITEMS; k++)
-		sum->promo[k] += r->promo[k];
-	sum->promo_syscalls += r->promo_syscalls;
-	if (r->promo_max_per_syscall > sum->promo_max_per_syscall)
-		sum->promo_max_per_syscall = r->promo_max_per_syscall;
-	sum->nr_lruvecs = r->nr_lruvecs;
-	memcpy(sum->lruvec, r->lruvec, sizeof(r->lruvec));
-}
-
-void demo_add(struct demo *d, unsigned r, const struct model_result *one)
-{
-	uint64_t *w = d->wait_ns[r][one->mode];
-	for (int s = 0; s < NR_SITES; s++)
-		w[s] = one->wait_ns[s];
-	w[SITE_TOTAL] = one->total_lock_wait_ns;
-	w[SITE_SHORT] = one->total_lock_wait_ns;
-	for (int s = 0; s < NR_SITES; s++)
-		w[SITE_SHORT] -= one->long_wait_ns[s];
-	if (r == 0)
-		d->sum[one->mode] = *one;
-	else
-		accumulate(&d->sum[one->mode], one);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-void site_change(const struct demo *d, int site, struct change *c)
-{
-	static double v[MAX_REPEAT];
-	unsigned n = 0;
-	memset(c, 0, sizeof(*c));
-	if (!d->ran[MODE_LEGACY] || !d->ran[MODE_VMSTAT])
-		return;
-	for (unsigned r = 0; r < d->repeat; r++) {
-		double b = (double)d->wait_ns[r][MODE_LEGACY][site];
-		double a = (double)d->wait_ns[r][MODE_VMSTAT][site];
-		if (b > 0)
-			v[n++] = (a - b) / b * 100.0;
-	}
-	if (!n)
-		return;
-	qsort(v, n, sizeof(v[0]), cmp_double);
-	c->n = n;
-	c->min = v[0];
-	c->max = v[n - 1];
-	c->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* How many repeats saw the total wait fall. */
-static unsigned total_fell(const struct demo *d)
-{
-	unsigned k = 0;
-	for (unsigned r = 0; r < d->repeat; r++)
-		k += d->wait_ns[r][MODE_VMSTAT][SITE_TOTAL] < d->wait_ns[r][MODE_LEGACY][SITE_TOTAL];
-	return k;
-}
-
-/* One line: did the total lock wait fall, by how much, how steadily. */
-static void verdict(const struct demo *d, char *buf, size_t len)
-{
-	struct change c;
-	unsigned fell = total_fell(d);
-	site_change(d, SITE_TOTAL, &c);
-	if (!c.n) {
-		snprintf(buf, len, "no lock wait measured in legacy mode: nothing to compare");
-		return;
-	}
-	snprintf(buf, len,
-		 "total lock wait %s in %u of %u repeats: median %+.0f%% (range %+.0f%% to %+.0f%%)%s; "
-		 "the kernel patch measured %+.0f%% on 176 cores",
-		 fell * 2 > d->repeat ? "fell" : "did not fall", fell, d->repeat, c.median, c.min,
-		 c.max, c.max - c.min > 30 ? ", noisy: the spread says more than one run can" : "",
-		 KERNEL_TOTAL_CHANGE_PCT);
-}
 
 /* The wait of the waits under LONG_WAIT_NS: the lock's own, as a spinlock
  * sees it (a longer one means the holder or the waiter lost its CPU). */

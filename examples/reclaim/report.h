@@ -1,12 +1,15 @@
 /*
- * examples/reclaim/report.h - the demo's repeats and what it prints of
- * them: the workload and lock tables, the change per lock site as the
- * median and range over the repeats, a verdict, or the same as JSON.
+ * examples/reclaim/report.h - the demo's repeats (summary.c) and what it
+ * prints of them (report.c): the workload and lock tables, the change per
+ * lock site as the median and range over the repeats, a verdict, or the
+ * same as JSON.
  */
 #ifndef RECLAIM_REPORT_H
 #define RECLAIM_REPORT_H
 
 #include "model.h"
+
+#include <stddef.h>
 
 #define MAX_REPEAT 1000u
 #define SITE_TOTAL NR_SITES           /* the total lock wait, after the sites */
@@ -34,6 +37,8 @@ struct change {
 /* Add one run's counts (repeat r, its mode) to the demo. */
 void demo_add(struct demo *d, unsigned r, const struct model_result *one);
 void site_change(const struct demo *d, int site, struct change *c);
+/* One line: did the total lock wait fall, by how much, how steadily. */
+void verdict(const struct demo *d, char *buf, size_t len);
 void print_tables(const struct demo *d);
 void print_json(const struct demo *d);
 
