@@ -170,8 +170,9 @@ Test(monotonic, bias_default)
 }
 
 /*
- * Seed 000: an event counter sampled with the clamped reader breaks as the
- * signed value passes TALLY_SWORD_MAX; the monotonic reader stays exact.
+ * The hazard of "add _monotonic vmstat readers": an event counter sampled
+ * with the clamped reader breaks as the signed value passes
+ * TALLY_SWORD_MAX; the monotonic reader stays exact.
  */
 Test(monotonic, vec_item_past_sword_max)
 {

@@ -1,5 +1,8 @@
 /*
- * wrap32 - why event counters need monotonic readers (seed 000, patch 1).
+ * wrap32 - why event counters need monotonic readers: the hazard that
+ * "mm/vmstat, mm/memcontrol: add _monotonic vmstat readers" (Usama Arif,
+ * 2026; patch 1 of "mm/vmscan: reduce lru_lock contention via
+ * vmstat-derived scan-balance cost") fixes.
  *
  * An event counter (say PGROTATE) lives in a tally_vec with 32-bit words
  * and is sampled every tick; the sampler subtracts the last sample. Once the

@@ -4,7 +4,8 @@
  * (2^31 / 2^32 with 32-bit words, 2^63 / 2^64 with 64-bit words).
  *
  * Monotonic deltas must be exact across both edges. The clamped reader must
- * show seed 000's hazard, exactly: past TALLY_SWORD_MAX it reads 0, so the
+ * show the hazard of "mm/vmstat, mm/memcontrol: add _monotonic vmstat
+ * readers" (Usama Arif, 2026), exactly: past TALLY_SWORD_MAX it reads 0, so the
  * delta from the last pre-wrap sample is 2^W - last, about 2^(W-1).
  */
 #define _GNU_SOURCE
