@@ -1,7 +1,7 @@
 /*
  * inflight_clock: a tally_inflight initialised in one translation unit and
  * waited on in another built with a different feature-test setting keeps
- * its wait bound (issue 8, defect 4).
+ * its wait bound (a regression test: the clock was once chosen per unit).
  *
  * main.c is built with _GNU_SOURCE (POSIX clocks visible), strict_c11.c
  * with -std=c11 (glibc hides them). The wait's clock is the one the
