@@ -123,10 +123,20 @@ void lock_at(struct site_lock *l, struct tstats *ts, int site)
 	}
 	__atomic_store_n(&l->holder_site, site, __ATOMIC_RELAXED);
 	ts->acq[site]++;
+	if (ts->hold_times) {
+		l->holder = ts;
+		l->t_acquired = now_ns();
+	}
 }
 
 void unlock(struct site_lock *l)
 {
+	struct tstats *ts = l->holder;
+	if (ts) {
+		int site = __atomic_load_n(&l->holder_site, __ATOMIC_RELAXED);
+		ts->hold_ns[site] += now_ns() - l->t_acquired;
+		l->holder = NULL;
+	}
 	pthread_mutex_unlock(&l->m);
 }
 

@@ -52,6 +52,9 @@ static void usage(FILE *f)
 		"  --repeat N                  (threads) repeats, each runs both modes in\n"
 		"                              turn; lock wait changes are reported as the\n"
 		"                              median and range over the repeats (%u)\n"
+		"  --hold-times                (threads) time every lru_lock hold and print\n"
+		"                              the mean per site (two clock reads more per\n"
+		"                              acquisition)\n"
 		"  --no-pin                    let the scheduler place the threads (they\n"
 		"                              are pinned round-robin over the CPUs)\n"
 		"  --rate N                    events per second per producer, 0: flat\n"
@@ -143,7 +146,7 @@ int main(int argc, char **argv)
 {
 	enum {
 		O_MODE = 256, O_JSON, O_REPLAY, O_SCENARIO, O_CHECK, O_SEED, O_LEAVES, O_DEPTH,
-		O_PROD, O_RECL, O_EVENTS, O_REPEAT, O_NOPIN, O_RATE_EV, O_APP, O_FOLIOS, O_PAD, O_SWAP, O_PARENT, O_RATE,
+		O_PROD, O_RECL, O_EVENTS, O_REPEAT, O_NOPIN, O_HOLD, O_RATE_EV, O_APP, O_FOLIOS, O_PAD, O_SWAP, O_PARENT, O_RATE,
 		O_UWORK, O_RWORK, O_FLUSH, O_TWAIT, O_ROUNDS, O_REVENTS, O_HELP
 	};
 	static const struct option opts[] = {
@@ -154,7 +157,7 @@ int main(int argc, char **argv)
 		{"producers", 1, 0, O_PROD},      {"reclaimers", 1, 0, O_RECL},
 		{"events", 1, 0, O_EVENTS},       {"alloc-per-pass", 1, 0, O_APP},
 		{"rate", 1, 0, O_RATE_EV},        {"repeat", 1, 0, O_REPEAT},
-		{"no-pin", 0, 0, O_NOPIN},
+		{"no-pin", 0, 0, O_NOPIN},        {"hold-times", 0, 0, O_HOLD},
 		{"folios", 1, 0, O_FOLIOS},       {"lru-pad", 1, 0, O_PAD},
 		{"swappiness", 1, 0, O_SWAP},     {"parent-every", 1, 0, O_PARENT},
 		{"rate-limit", 1, 0, O_RATE},     {"user-work", 1, 0, O_UWORK},
@@ -209,6 +212,7 @@ int main(int argc, char **argv)
 		NUM(O_REVENTS, round_events, 1u << 24);
 #undef NUM
 		case O_NOPIN: cfg.pin = 0; break;
+		case O_HOLD: cfg.hold_times = 1; break;
 		case O_REPEAT:
 			bad = parse_u64(optarg, MAX_REPEAT, &v) || !v;
 			repeat = (unsigned)v;

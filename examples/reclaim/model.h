@@ -154,6 +154,8 @@ struct model_config {
 	unsigned long events;        /* events per producer */
 	unsigned long rate;          /* threads: events per second per producer
 					(0: as fast as it can) */
+	int hold_times;              /* time every lru_lock hold (two clock
+					reads per acquisition) */
 	int pin;                     /* threads: pin them round-robin over the
 					allowed CPUs */
 	unsigned alloc_per_pass;     /* threads: a reclaim pass is due on the
@@ -202,6 +204,8 @@ struct model_result {
 	 * waiter lost its CPU meanwhile (the scheduler's wait, not the lock's:
 	 * a kernel spinlock holder cannot be preempted). */
 	uint64_t long_waits[NR_SITES], long_wait_ns[NR_SITES];
+	/* With hold_times: lru_lock held, per site of the acquisition. */
+	uint64_t hold_ns[NR_SITES];
 	uint64_t producer_lock_acquisitions, total_lock_wait_ns;
 	/* work done */
 	uint64_t faults, refaults, accesses, drains;

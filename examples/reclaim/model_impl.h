@@ -58,6 +58,8 @@ struct tstats {
 	 * last taker was at site h (who held it up) */
 	uint64_t contended_by[NR_SITES][NR_SITES];
 	uint64_t long_waits[NR_SITES], long_wait_ns[NR_SITES]; /* over LONG_WAIT_NS */
+	uint64_t hold_ns[NR_SITES]; /* with hold_times */
+	int hold_times;
 	uint64_t faults, refaults, accesses, drains;
 	uint64_t passes, passes_throttled, scanned, reclaimed, pageouts, rotated, deactivated;
 	uint64_t promo_syscalls, promo_max;
@@ -67,6 +69,9 @@ struct tstats {
 struct site_lock {
 	pthread_mutex_t m;
 	int holder_site; /* atomic, relaxed: a diagnostic only */
+	/* with hold_times, under the lock: the holder and when it took it */
+	struct tstats *holder;
+	uint64_t t_acquired;
 };
 
 uint64_t now_ns(void);

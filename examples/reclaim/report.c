@@ -155,6 +155,15 @@ void print_tables(const struct demo *d)
 				printf(" %s %llu", site_key[h],
 				       (unsigned long long)r->contended_by[SITE_LRU_ADD_DRAIN][h]);
 		printf("\n");
+		if (!cfg->hold_times)
+			continue;
+		printf("  %s: lru_lock mean hold, ns:", mode_name[m]);
+		for (int s = 0; s < NR_SITES; s++)
+			/* vmstat's prepare_scan_control takes the cost lock, untimed */
+			if (r->acquisitions[s] && !(m == MODE_VMSTAT && s == SITE_PREPARE_SCAN))
+				printf(" %s %.0f", site_key[s],
+				       (double)r->hold_ns[s] / (double)r->acquisitions[s]);
+		printf("\n");
 	}
 	if (both) {
 		verdict(d, v, sizeof(v));
@@ -230,11 +239,11 @@ void print_json(const struct demo *d)
 		{
 			printf("%s\n        \"%s\": {\"acquisitions\": %llu, \"wait_ns\": %llu, "
 			       "\"contended\": %llu, \"long_waits\": %llu, \"long_wait_ns\": %llu, "
-			       "\"contended_by\": {",
+			       "\"hold_ns\": %llu, \"contended_by\": {",
 			       s ? "," : "", site_key[s], (unsigned long long)r->acquisitions[s],
 			       (unsigned long long)r->wait_ns[s], (unsigned long long)r->contended[s],
 			       (unsigned long long)r->long_waits[s],
-			       (unsigned long long)r->long_wait_ns[s]);
+			       (unsigned long long)r->long_wait_ns[s], (unsigned long long)r->hold_ns[s]);
 			for (int h = 0; h < NR_SITES; h++)
 				printf("%s\"%s\": %llu", h ? ", " : "", site_key[h],
 				       (unsigned long long)r->contended_by[s][h]);

@@ -76,6 +76,7 @@ static int run_build(struct run *r)
 		p->id = i;
 		p->leaf = r->m.leaf[i / cfg->producers];
 		p->rng = rng_for(cfg->seed, 1, i / cfg->producers, i % cfg->producers);
+		p->ts.hold_times = cfg->hold_times;
 	}
 	for (unsigned i = 0; i < r->nr; i++) {
 		struct reclaimer *rc = &r->recl[i];
@@ -83,6 +84,7 @@ static int run_build(struct run *r)
 		rc->id = r->np + i;
 		rc->leaf = r->m.leaf[i / cfg->reclaimers];
 		rc->rng = rng_for(cfg->seed, 2, i / cfg->reclaimers, i % cfg->reclaimers);
+		rc->ts.hold_times = cfg->hold_times;
 	}
 	return 0;
 }
@@ -146,6 +148,7 @@ static void add_stats(struct model_result *res, const struct tstats *ts)
 		res->contended[s] += ts->contended[s];
 		res->long_waits[s] += ts->long_waits[s];
 		res->long_wait_ns[s] += ts->long_wait_ns[s];
+		res->hold_ns[s] += ts->hold_ns[s];
 		for (int h = 0; h < NR_SITES; h++)
 			res->contended_by[s][h] += ts->contended_by[s][h];
 	}

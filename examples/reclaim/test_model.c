@@ -209,9 +209,19 @@ static void test_threads(void)
 	for (int m = 0; m < 2; m++) {
 		c.mode = m;
 		c.replay = 0;
+		c.hold_times = m == MODE_VMSTAT; /* timed in one mode, not the other */
 		int err = model_run(&c, &res[m]);
 		CHECK(err == 0, "model_run: %d", err);
 	}
+	/* Hold times: every timed lru_lock site held for some time, the cost
+	 * lock (vmstat's prepare_scan_control) and an untimed run not at all. */
+	CHECK(res[MODE_VMSTAT].hold_ns[SITE_LRU_ADD_DRAIN] > 0 &&
+		      res[MODE_VMSTAT].hold_ns[SITE_ISOLATE] > 0 &&
+		      res[MODE_VMSTAT].hold_ns[SITE_PUTBACK] > 0,
+	      "hold times missing");
+	CHECK_EQ(res[MODE_VMSTAT].hold_ns[SITE_PREPARE_SCAN], 0);
+	for (int s = 0; s < NR_SITES; s++)
+		CHECK_EQ(res[MODE_LEGACY].hold_ns[s], 0);
 	const struct model_result *b = &res[MODE_LEGACY], *a = &res[MODE_VMSTAT];
 	CHECK_EQ(b->faults, a->faults);
 	CHECK_EQ(b->refaults, a->refaults);
