@@ -427,6 +427,134 @@ Test(counter, compare_extremes)
 	tally_counter_destroy(&c);
 }
 
+/*
+ * compare() near the signed wrap point: the value is within the error bound
+ * of TALLY_SWORD_MAX / TALLY_SWORD_MIN, so read() and the exact sum lie on
+ * opposite sides of the wrap and read() is "far" from rhs only modulo 2^W.
+ * Honest states (quiescent, read within the bound of the sum), pinned slot.
+ */
+Test(counter, compare_near_the_signed_wrap)
+{
+	struct tally_counter c;
+	pin();
+	/* read SWORD_MIN + 12, local -18: value SWORD_MAX - 5 (the fuzzer's
+	 * 2^63 - 6 with read -2^63 + 12). */
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MIN + 12, 32), 0);
+	tally_counter_add(&c, -18); /* carries (0 -> -18), local -18: no fold */
+	cr_assert_eq(tally_counter_read(&c), TALLY_SWORD_MIN + 12);
+	cr_assert_eq(tally_counter_sum(&c), TALLY_SWORD_MAX - 5);
+	cr_assert_eq(tally_counter_compare(&c, 0), 1);
+	cr_assert_eq(tally_counter_compare(&c, -1), 1);
+	cr_assert_eq(tally_counter_compare(&c, 1000), 1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MIN), 1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MIN + 12), 1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MAX - 6), 1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MAX - 5), 0);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MAX), -1);
+	tally_counter_destroy(&c);
+
+	/* The mirror: read SWORD_MAX - 10, local +20: value SWORD_MIN + 9. */
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MAX - 10, 32), 0);
+	tally_counter_add(&c, 20); /* no carry: local 20 */
+	cr_assert_eq(tally_counter_read(&c), TALLY_SWORD_MAX - 10);
+	cr_assert_eq(tally_counter_sum(&c), TALLY_SWORD_MIN + 9);
+	cr_assert_eq(tally_counter_compare(&c, 0), -1);
+	cr_assert_eq(tally_counter_compare(&c, 1), -1);
+	cr_assert_eq(tally_counter_compare(&c, -1000), -1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MAX), -1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MAX - 10), -1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MIN + 10), -1);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MIN + 9), 0);
+	cr_assert_eq(tally_counter_compare(&c, TALLY_SWORD_MIN), 1);
+	tally_counter_destroy(&c);
+}
+
+/*
+ * compare() against the exact sign for every honest state near both wrap
+ * points: read r within 3 * batch of the edge (either side), every local
+ * count the pinned slot can hold without folding (-batch, batch), and rhs
+ * at the edges, near r, near the value and at 0.
+ */
+Test(counter, compare_exact_sign_around_the_wraps)
+{
+	const tally_sword batch = 32;
+	unsigned checked = 0;
+	pin();
+	for (unsigned k = 0; k < 2; k++) {
+		/* From SWORD_MAX - 96 up (across 2^(W-1)), and from -96 up
+		 * (across 2^W: the signed value passes 0, no wrap there). */
+		tally_uword first = k == 0 ? U(TALLY_SWORD_MAX) - 96u : U(0) - 96u;
+		for (tally_uword r = first; r != first + 192u; r += 8u) {
+			for (tally_sword local = -(batch - 1); local < batch; local += 5) {
+				struct tally_counter c;
+				tally_uword v = r + U(local);
+				tally_sword sv = tally__to_signed(v), sr = tally__to_signed(r);
+				/* value - 1 and + 1, saturated at the edges. */
+				tally_sword below = sv == TALLY_SWORD_MIN ? sv : sv - 1;
+				tally_sword above = sv == TALLY_SWORD_MAX ? sv : sv + 1;
+				tally_sword rhs[] = {0, 1, -1, TALLY_SWORD_MAX, TALLY_SWORD_MIN,
+						     sr, sv, below, above};
+				unsigned nr = sizeof(rhs) / sizeof(rhs[0]);
+				cr_assert_eq(tally_counter_init(&c, sr, batch), 0);
+				/* Move w by local without a fold: a local count under
+				 * batch never folds, whatever the carries. */
+				tally_counter_add(&c, local);
+				cr_assert_eq(tally_counter_read(&c), sr);
+				cr_assert_eq(U(tally_counter_sum(&c)), v);
+				for (unsigned j = 0; j < nr; j++) {
+					int want = sv > rhs[j] ? 1 : sv < rhs[j] ? -1 : 0;
+					cr_assert_eq(tally_counter_compare(&c, rhs[j]), want,
+						     "value %lld read %lld rhs %lld",
+						     (long long)sv, (long long)sr, (long long)rhs[j]);
+					checked++;
+				}
+				tally_counter_destroy(&c);
+			}
+		}
+	}
+	cr_assert_gt(checked, 1000);
+}
+
+/*
+ * Where compare() may still decide from read() near the wrap: read at least
+ * the bound below TALLY_SWORD_MAX (or above TALLY_SWORD_MIN) and more than
+ * the bound from rhs. As in compare_decided_by_read, the initial term that
+ * only sum() uses is shifted so the two paths give different answers.
+ */
+Test(counter, compare_read_path_stops_at_the_bound_from_the_wrap)
+{
+	struct tally_counter c;
+	tally_sword e;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	e = tally_counter_error_bound(&c);
+	tally_counter_destroy(&c);
+
+	/* read = SWORD_MAX - e: every value within the bound is <= SWORD_MAX,
+	 * so read decides (1); the shifted sum would say -1. */
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MAX - e, 32), 0);
+	c.tally__initial = U(-5);
+	cr_assert_eq(tally_counter_sum(&c), -5);
+	cr_assert_eq(tally_counter_compare(&c, 0), 1);
+	tally_counter_destroy(&c);
+	/* One closer: a value within the bound could have wrapped, so the sum
+	 * decides. */
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MAX - e + 1, 32), 0);
+	c.tally__initial = U(-5);
+	cr_assert_eq(tally_counter_compare(&c, 0), -1);
+	tally_counter_destroy(&c);
+
+	/* The mirror at SWORD_MIN. */
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MIN + e, 32), 0);
+	c.tally__initial = U(5);
+	cr_assert_eq(tally_counter_compare(&c, 0), -1);
+	tally_counter_destroy(&c);
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MIN + e - 1, 32), 0);
+	c.tally__initial = U(5);
+	cr_assert_eq(tally_counter_compare(&c, 0), 1);
+	tally_counter_destroy(&c);
+}
+
 /* The batch is rounded up to a power of two. */
 Test(counter, batch_rounded_to_power_of_two)
 {

@@ -270,24 +270,41 @@ static inline void tally_counter_fold_all(struct tally_counter *c)
 }
 
 /*
- * tally_counter_compare - sign of (value - rhs): -1, 0 or 1.
- * Decides from read() when |read - rhs| > the error bound (which cannot
- * flip it), else from the exact sum (__percpu_counter_compare).
- * Any thread; wait-free. A NULL c compares as 0.
+ * tally_counter_compare - sign of (value - rhs): -1, 0 or 1, where value
+ * is tally_counter_sum()'s signed value.
+ * Decides from read() when that cannot be wrong, else from the exact sum
+ * (__percpu_counter_compare). While adds are quiescent the value lies
+ * within the error bound e of read, modulo 2^W. In the signed order
+ * (offset binary: x + 2^(W-1) as unsigned) that window can cross the wrap
+ * from TALLY_SWORD_MAX to TALLY_SWORD_MIN, where "read is far above rhs"
+ * says nothing: a value just past read can be the most negative one. So
+ * read decides only when it is more than e away from rhs and at least e
+ * away from the wrap on the side towards which the value could pass it
+ * (a read more than e above rhs must be at most TALLY_SWORD_MAX - e; one
+ * more than e below, at least TALLY_SWORD_MIN + e). Then every value in
+ * the window has the sign read has; otherwise the exact sum decides.
+ * Any thread; wait-free (O(CPUs) when the sum decides). A NULL c
+ * compares as 0. The exact sign while adds are quiescent; with adds
+ * running, read's window widens by the adds in flight (as read's bound
+ * does), and the sum is what tally_counter_sum() would return.
  */
 static inline int tally_counter_compare(struct tally_counter *c, tally_sword rhs)
 {
-	tally_sword count, bound;
+	/* Offset binary: the signed order as the unsigned order. */
+	const tally_uword half = (tally_uword)TALLY_SWORD_MAX + 1u;
+	tally_uword r, h, e;
+	tally_sword sum;
 	if (tally__bad(!c))
 		return 0;
-	count = tally_counter_read(c);
-	bound = tally_counter_error_bound(c);
-	/* Compare in the unsigned domain: count - rhs may overflow a sword. */
-	if (count > rhs ? (tally_uword)count - (tally_uword)rhs > (tally_uword)bound
-			: (tally_uword)rhs - (tally_uword)count > (tally_uword)bound)
-		return count > rhs ? 1 : -1;
-	count = tally_counter_sum(c);
-	return count > rhs ? 1 : count < rhs ? -1 : 0;
+	r = (tally_uword)tally_counter_read(c) + half;
+	h = (tally_uword)rhs + half;
+	e = (tally_uword)tally_counter_error_bound(c);
+	if (r > h && r - h > e && TALLY_UWORD_MAX - r >= e)
+		return 1;
+	if (r < h && h - r > e && r >= e)
+		return -1;
+	sum = tally_counter_sum(c);
+	return sum > rhs ? 1 : sum < rhs ? -1 : 0;
 }
 
 #ifdef __cplusplus

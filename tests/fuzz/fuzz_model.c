@@ -57,9 +57,10 @@
  *    value is within the error bound of the signed wrap point, read() and
  *    sum() can lie on either side of it, and the sign comes out wrong
  *    (value 2^63 - 6, read -2^63 + 12, bound 96: compare(0) = -1).
+ *    Fixed (compare() now also keeps read's window off the wrap): 0.
  */
 #ifndef FINDING_COMPARE_WRAP
-#  define FINDING_COMPARE_WRAP 1
+#  define FINDING_COMPARE_WRAP 0
 #endif
 #define W TALLY_WORD_BITS
 #define UW(x) ((tally_uword)(x))
