@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 struct cbench {
 	benchmark::internal::Benchmark *bm;
@@ -101,6 +102,32 @@ struct cbench *cbench_env_threads(struct cbench *b)
 	return b;
 }
 
+struct cbench *cbench_args(struct cbench *b, int n, const long *v)
+{
+	std::vector<int64_t> a(v, v + n);
+	b->bm->Args(a);
+	return b;
+}
+
+struct cbench *cbench_arg_names(struct cbench *b, int n, const char *const *names)
+{
+	std::vector<std::string> a(names, names + n);
+	b->bm->ArgNames(a);
+	return b;
+}
+
+struct cbench *cbench_fixed_iterations(struct cbench *b, uint64_t n)
+{
+	b->bm->Iterations((benchmark::IterationCount)n);
+	return b;
+}
+
+struct cbench *cbench_manual_time(struct cbench *b)
+{
+	b->bm->UseManualTime();
+	return b;
+}
+
 struct cbench *cbench_setup(struct cbench *b, cbench_setup_fn setup, cbench_fn teardown)
 {
 	b->setup = setup;
@@ -157,6 +184,11 @@ uint64_t cbench_iterations(const struct cbench_state *s)
 void cbench_items(struct cbench_state *s, int64_t n)
 {
 	s->st->SetItemsProcessed(n);
+}
+
+void cbench_add_time(struct cbench_state *s, uint64_t ns)
+{
+	s->st->SetIterationTime((double)ns * 1e-9);
 }
 
 void cbench_counter(struct cbench_state *s, const char *name, double v, int flags)

@@ -61,6 +61,13 @@ struct cbench *cbench_threads(struct cbench *b, int n);
 struct cbench *cbench_real_time(struct cbench *b);
 /* Every count of TALLY_BENCH_THREADS, and real time. */
 struct cbench *cbench_env_threads(struct cbench *b);
+/* ->Args({v[0], ..}) and ->ArgNames({names[0], ..}), n values each. */
+struct cbench *cbench_args(struct cbench *b, int n, const long *v);
+struct cbench *cbench_arg_names(struct cbench *b, int n, const char *const *names);
+/* ->Iterations(n): exactly n iterations per run. */
+struct cbench *cbench_fixed_iterations(struct cbench *b, uint64_t n);
+/* ->UseManualTime(): the run's time is what cbench_add_time() adds up. */
+struct cbench *cbench_manual_time(struct cbench *b);
 struct cbench *cbench_setup(struct cbench *b, cbench_setup_fn setup, cbench_fn teardown);
 
 /* Run fn at load time (before main), to register benchmarks. */
@@ -77,6 +84,8 @@ int cbench_nthreads(const struct cbench_state *s);
 /* Iterations this thread ran (after the loop). */
 uint64_t cbench_iterations(const struct cbench_state *s);
 void cbench_items(struct cbench_state *s, int64_t n);
+/* Manual time (cbench_manual_time): add ns of timed work to this run. */
+void cbench_add_time(struct cbench_state *s, uint64_t ns);
 #define CBENCH_RATE 1        /* divide by the run's time */
 #define CBENCH_AVG_THREADS 2 /* divide by the number of threads */
 void cbench_counter(struct cbench_state *s, const char *name, double v, int flags);

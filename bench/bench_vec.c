@@ -1,0 +1,146 @@
+/*
+ * bench/bench_vec.c - tally_vec, compiled as C: mod and inc at 1, 2 and 4
+ * threads (one hot item, and spread over 16 items), and the reader costs:
+ * the clamped and monotonic O(1) reads, the exact read (every CPU) and a
+ * full fold. Every update benchmark checks the exact totals at the end.
+ *
+ *   vec_mod/tally            tally_vec_mod(v, 0, 1)
+ *   vec_inc/tally            tally_vec_inc(v, 0)
+ *   vec_mod_spread16/tally   tally_vec_mod over 16 items in turn
+ *   vec_read/{clamped,monotonic,exact}, vec_fold/16items: the reader is
+ *                            the benchmark thread, writers (0 or 1) mod
+ *                            beside it, spread over the items
+ *   pcpu_add/tally           the bare per-CPU add, the reference the
+ *                            updates' scaling is held to (pcpu_ref.h)
+ */
+#include "cbench.h"
+
+#include <tally/vec.h>
+
+#include "pcpu_ref.h"
+
+#define ITEMS 16u
+#define UNROLL 8
+
+enum op { OP_MOD, OP_INC, OP_SPREAD };
+enum reader { RD_READ, RD_MONOTONIC, RD_EXACT, RD_FOLD };
+
+static struct tally_vec g_vec;
+static const enum op ops[3] = {OP_MOD, OP_INC, OP_SPREAD};
+static const enum reader readers[4] = {RD_READ, RD_MONOTONIC, RD_EXACT, RD_FOLD};
+
+static int update_setup(struct cbench_state *s, void *arg)
+{
+	(void)s;
+	(void)arg;
+	return tally_vec_init(&g_vec, ITEMS, 0);
+}
+
+static void update_teardown(struct cbench_state *s, void *arg)
+{
+	uint64_t want = cbench_iterations(s) * UNROLL * (uint64_t)cbench_nthreads(s);
+	tally_sword total = 0;
+	unsigned i;
+	(void)arg;
+	for (i = 0; i < ITEMS; i++)
+		total += tally_vec_read_exact(&g_vec, i);
+	cbench_check(s, (tally_uword)total == (tally_uword)want, "vec total");
+	tally_vec_fold(&g_vec);
+	cbench_check(s, tally__to_signed(tally_vec_read_monotonic(&g_vec, 0) -
+					 TALLY_MONOTONIC_BIAS) == tally_vec_read_exact(&g_vec, 0),
+		     "read after fold");
+	tally_vec_destroy(&g_vec);
+}
+
+static void update_body(struct cbench_state *s, void *arg)
+{
+	enum op o = *(const enum op *)arg;
+	uint64_t n, i;
+	unsigned item = 0;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++) {
+				if (o == OP_MOD)
+					tally_vec_mod(&g_vec, 0, 1);
+				else if (o == OP_INC)
+					tally_vec_inc(&g_vec, 0);
+				else
+					tally_vec_mod(&g_vec, item++ % ITEMS, 1);
+			}
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
+struct vec_writer {
+	struct tally_vec *v;
+	unsigned item;
+};
+
+static void vec_write(void *arg)
+{
+	struct vec_writer *w = (struct vec_writer *)arg;
+	tally_vec_mod(w->v, w->item++ % ITEMS, 1);
+}
+
+static void read_body(struct cbench_state *s, void *arg)
+{
+	enum reader r = *(const enum reader *)arg;
+	struct tally_vec v;
+	struct vec_writer w = {&v, 0};
+	struct cbench_writers *ws;
+	uint64_t n, i, mods;
+	unsigned item = 0;
+	tally_sword total = 0;
+	cbench_pin(0);
+	if (tally_vec_init(&v, ITEMS, 0) != 0) {
+		cbench_skip(s, "init");
+		return;
+	}
+	ws = cbench_writers_start((int)cbench_range(s, 0), vec_write, &w);
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++) {
+				unsigned it = item++ % ITEMS;
+				if (r == RD_READ) {
+					tally_uword x = tally_vec_read(&v, it);
+					CBENCH_KEEP(x);
+				} else if (r == RD_MONOTONIC) {
+					tally_uword x = tally_vec_read_monotonic(&v, it);
+					CBENCH_KEEP(x);
+				} else if (r == RD_EXACT) {
+					tally_sword x = tally_vec_read_exact(&v, it);
+					CBENCH_KEEP(x);
+				} else {
+					tally_vec_fold(&v);
+				}
+			}
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+	mods = cbench_writers_stop(ws);
+	for (item = 0; item < ITEMS; item++)
+		total += tally_vec_read_exact(&v, item);
+	cbench_check(s, (tally_uword)total == (tally_uword)mods, "vec total");
+	tally_vec_destroy(&v);
+}
+
+static struct cbench *writers_arg(struct cbench *b)
+{
+	return cbench_arg(cbench_arg(cbench_arg_name(b, "writers"), 0), 1);
+}
+
+static void update(const char *name, const enum op *o)
+{
+	cbench_env_threads(
+		cbench_setup(cbench_register(name, update_body, (void *)o), update_setup,
+			     update_teardown));
+}
+
+CBENCH_INIT(register_vec)
+{
+	update("vec_mod/tally", &ops[0]);
+	update("vec_inc/tally", &ops[1]);
+	update("vec_mod_spread16/tally", &ops[2]);
+	pcpu_ref_register();
+	writers_arg(cbench_register("vec_read/clamped", read_body, (void *)&readers[0]));
+	writers_arg(cbench_register("vec_read/monotonic", read_body, (void *)&readers[1]));
+	writers_arg(cbench_register("vec_read/exact", read_body, (void *)&readers[2]));
+	writers_arg(cbench_register("vec_fold/16items", read_body, (void *)&readers[3]));
+}
