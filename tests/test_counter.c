@@ -318,6 +318,109 @@ Test(counter, sum_across_wrap)
 	tally_counter_destroy(&c);
 }
 
+/* ---- the unsigned readers for event counters ------------------------------ */
+
+/* 2^(W-1) as an unsigned word. */
+#define HALF (U(TALLY_SWORD_MAX) + 1u)
+
+Test(counter, monotonic_readers_exact_values)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 1000, 32), 0);
+	cr_assert_eq(tally_counter_sum_monotonic(&c), 1000);
+	cr_assert_eq(tally_counter_read_monotonic(&c), 1000u + TALLY_MONOTONIC_BIAS);
+	add_n(&c, 3, 10); /* w 30, local 30: no fold */
+	cr_assert_eq(tally_counter_sum_monotonic(&c), 1030);
+	cr_assert_eq(tally_counter_read_monotonic(&c), 1000u + TALLY_MONOTONIC_BIAS);
+	tally_counter_add(&c, 3); /* w 33 carries, local 33: fold */
+	cr_assert_eq(tally_counter_sum_monotonic(&c), 1033);
+	cr_assert_eq(tally_counter_read_monotonic(&c), 1033u + TALLY_MONOTONIC_BIAS);
+	tally_counter_destroy(&c);
+
+	/* A negative value is a large unsigned one, never clamped. */
+	cr_assert_eq(tally_counter_init(&c, -5, 32), 0);
+	cr_assert_eq(tally_counter_sum_monotonic(&c), TALLY_UWORD_MAX - 4u);
+	cr_assert_eq(tally_counter_read_monotonic(&c), TALLY_UWORD_MAX - 4u + TALLY_MONOTONIC_BIAS);
+	cr_assert_eq(tally_counter_sum_positive(&c), 0);
+	tally_counter_destroy(&c);
+}
+
+/* Counting events one at a time across 2^(W-1): the signed readers turn
+ * negative (the clamped ones read 0); the unsigned ones keep counting. */
+Test(counter, monotonic_readers_across_the_signed_edge)
+{
+	struct tally_counter c;
+	struct tally_sample exact = {0}, approx = {0};
+	pin();
+	cr_assert_eq(tally_counter_init(&c, TALLY_SWORD_MAX - 99, 32), 0);
+	exact.last = tally_counter_sum_monotonic(&c);
+	approx.last = tally_counter_read_monotonic(&c);
+	cr_assert_eq(exact.last, U(TALLY_SWORD_MAX) - 99u);
+	add_n(&c, 1, 200); /* w 200: folds at 32, 64, ..., 192 */
+	cr_assert_eq(tally_counter_sum(&c), TALLY_SWORD_MIN + 100);
+	cr_assert_eq(tally_counter_sum_positive(&c), 0);
+	cr_assert_eq(tally_counter_sum_monotonic(&c), HALF + 100u);
+	cr_assert_eq(tally_counter_read_monotonic(&c), HALF + 92u + TALLY_MONOTONIC_BIAS);
+	cr_assert_eq(tally_sample_advance(&exact, tally_counter_sum_monotonic(&c)), 200);
+	cr_assert_eq(tally_sample_advance(&approx, tally_counter_read_monotonic(&c)), 192);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_sample_advance(&approx, tally_counter_read_monotonic(&c)), 8);
+	cr_assert_eq(tally_counter_read_monotonic(&c) - TALLY_MONOTONIC_BIAS,
+		     tally_counter_sum_monotonic(&c));
+	tally_counter_destroy(&c);
+}
+
+/* Across 2^W: from 2^W - 500 up by 1000 events, then a big step. */
+Test(counter, monotonic_readers_across_the_unsigned_edge)
+{
+	struct tally_counter c;
+	struct tally_sample exact = {0}, approx = {0};
+	tally_uword prev;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, -500, 64), 0);
+	exact.last = tally_counter_sum_monotonic(&c);
+	approx.last = prev = tally_counter_read_monotonic(&c);
+	cr_assert_eq(exact.last, TALLY_UWORD_MAX - 499u);
+	for (int i = 0; i < 1000; i++) {
+		tally_uword now;
+		tally_counter_add(&c, 1);
+		cr_assert_eq(tally_counter_sum_monotonic(&c), TALLY_UWORD_MAX - 499u + U(i + 1));
+		/* Never goes back, lags by less than the bound. */
+		now = tally_counter_read_monotonic(&c);
+		cr_assert(!tally_after(prev, now), "read_monotonic went back at %d", i);
+		cr_assert_lt(tally_delta(now - TALLY_MONOTONIC_BIAS, tally_counter_sum_monotonic(&c)),
+			     U(tally_counter_error_bound(&c)));
+		prev = now;
+	}
+	cr_assert_eq(tally_counter_sum_monotonic(&c), 500);
+	cr_assert_eq(tally_sample_advance(&exact, tally_counter_sum_monotonic(&c)), 1000);
+	/* 15 batches of 64 folded. */
+	cr_assert_eq(tally_counter_read_monotonic(&c), 460u + TALLY_MONOTONIC_BIAS);
+	cr_assert_eq(tally_sample_advance(&approx, tally_counter_read_monotonic(&c)), 960);
+
+	/* One add of TALLY_SWORD_MAX folds at once: 500 + 2^(W-1) - 1. */
+	tally_counter_add(&c, TALLY_SWORD_MAX);
+	cr_assert_eq(tally_counter_sum_monotonic(&c), HALF + 499u);
+	cr_assert_eq(tally_sample_advance(&exact, tally_counter_sum_monotonic(&c)),
+		     U(TALLY_SWORD_MAX));
+	cr_assert_eq(tally_sample_advance(&approx, tally_counter_read_monotonic(&c)),
+		     U(TALLY_SWORD_MAX) + 40u);
+	/* And across 2^W again: 2^(W-1) + 499 + 2^(W-1) - 1 = 498. */
+	tally_counter_add(&c, TALLY_SWORD_MAX);
+	cr_assert_eq(tally_counter_sum_monotonic(&c), 498);
+	cr_assert_eq(tally_counter_read_monotonic(&c), 498u + TALLY_MONOTONIC_BIAS);
+	cr_assert_eq(tally_sample_advance(&exact, tally_counter_sum_monotonic(&c)),
+		     U(TALLY_SWORD_MAX));
+	tally_counter_destroy(&c);
+}
+
+Test(counter, monotonic_readers_null)
+{
+	cr_assert_eq(tally_counter_sum_monotonic(NULL), 0);
+	cr_assert_eq(tally_counter_read_monotonic(NULL), 0);
+}
+
 /*
  * A fold check that runs late - its add landed, then the thread was
  * preempted while other threads on the same CPU added and folded - must not

@@ -8,6 +8,8 @@
  *   tally_counter_add(&c, 5);         // any thread, wait-free fast path
  *   tally_counter_read(&c);           // O(1), within the error bound
  *   tally_counter_sum(&c);            // exact, O(CPUs)
+ *   tally_counter_sum_monotonic(&c);  // exact, unsigned: event counters
+ *   tally_counter_read_monotonic(&c); // O(1), unsigned, raw: for deltas
  *   tally_counter_destroy(&c);
  *
  * Layout: per CPU a never-reset word w (every add lands in exactly one w)
@@ -234,6 +236,43 @@ TALLY__INLINE tally_uword tally_counter_read_positive(const struct tally_counter
 }
 
 /*
+ * tally_counter_read_monotonic - read() as the raw unsigned word, never
+ * clamped, plus TALLY_MONOTONIC_BIAS (0 unless TALLY_WRAP_EARLY): for event
+ * counters sampled often and cheaply, subtracted with tally_delta(). O(1).
+ * Bound, modulo 2^W: read_monotonic - TALLY_MONOTONIC_BIAS is within
+ * tally_counter_error_bound(c) of tally_counter_sum_monotonic(c) while adds
+ * are quiescent (plus the adds in flight otherwise), so the delta of two
+ * samples is within the bound of the events between them. A counter that
+ * only grows lags its exact value by less than the bound and never goes
+ * back (tally_after() orders its samples while fewer than 2^(W-1) events
+ * lie between them), across 2^(W-1) and 2^W alike.
+ * Any thread; wait-free; relaxed. NULL c: 0.
+ */
+TALLY__INLINE tally_uword tally_counter_read_monotonic(const struct tally_counter *c)
+{
+	if (tally__bad(!c))
+		return 0;
+	return tally__load(tally__counter_count(c)) + TALLY_MONOTONIC_BIAS;
+}
+
+/*
+ * tally_counter_sum_monotonic - the exact value as unsigned, modulo 2^W:
+ * (tally_uword)tally_counter_sum(c). The reader for event counters: no
+ * cast and no clamping, so a count past TALLY_SWORD_MAX stays right until
+ * it wraps at 2^W, and tally_delta() of two samples is exactly the events
+ * between them while fewer than 2^W happened. An exact value: no
+ * TALLY_MONOTONIC_BIAS. Contract as tally_counter_sum (wait-free, O(CPU
+ * slots), any thread). NULL c: 0.
+ */
+static inline tally_uword tally_counter_sum_monotonic(struct tally_counter *c)
+{
+	if (tally__bad(!c))
+		return 0;
+	return c->tally__initial +
+	       tally__pcpu_sum(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w));
+}
+
+/*
  * tally_counter_sum - the exact value: initial plus every completed add.
  * Wait-free (one relaxed load per CPU slot); any thread, beside any call
  * but init/destroy. With adds running it returns initial plus a set of
@@ -242,11 +281,7 @@ TALLY__INLINE tally_uword tally_counter_read_positive(const struct tally_counter
  */
 static inline tally_sword tally_counter_sum(struct tally_counter *c)
 {
-	if (tally__bad(!c))
-		return 0;
-	return tally__to_signed(c->tally__initial +
-				tally__pcpu_sum(&c->tally__pcpu,
-						offsetof(struct tally__counter_pcpu, w)));
+	return tally__to_signed(tally_counter_sum_monotonic(c));
 }
 
 /* tally_counter_sum_positive - sum, negative values as 0. */

@@ -44,6 +44,11 @@ static void counter_across_signed_edge(void)
 	CHECK_EQ(tally_counter_read_positive(&c), 0);
 	CHECK_EQ(tally_sample_advance(&clamped, tally_counter_sum_positive(&c)), HALF + 1001u);
 	CHECK(tally_after(mono.last, U(TALLY_SWORD_MAX)), "sample order across 2^(W-1)");
+	/* The unsigned readers: no cast, no clamp, no hazard. */
+	CHECK_EQ(tally_counter_sum_monotonic(&c), HALF + 999u);
+	CHECK_EQ(tally_counter_read_monotonic(&c), HALF + 983u);
+	CHECK(tally_after(tally_counter_read_monotonic(&c), U(TALLY_SWORD_MAX) - 1000u),
+	      "read_monotonic order across 2^(W-1)");
 
 	tally_counter_fold_all(&c);
 	CHECK_EQ(tally_counter_read(&c), tally_counter_sum(&c));
@@ -69,6 +74,9 @@ static void counter_across_unsigned_edge(void)
 	CHECK_EQ(tally_sample_advance(&clamped, tally_counter_sum_positive(&c)), 500);
 	/* 15 batches of 64 folded: -500 + 960. */
 	CHECK_EQ(tally_counter_read(&c), 460);
+	CHECK_EQ(tally_counter_sum_monotonic(&c), 500);
+	CHECK_EQ(tally_counter_read_monotonic(&c), 460);
+	CHECK_EQ(tally_delta(TALLY_UWORD_MAX - 499u, tally_counter_read_monotonic(&c)), 960);
 	tally_counter_destroy(&c);
 }
 

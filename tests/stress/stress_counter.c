@@ -12,6 +12,11 @@
  *   - read() and sum() never go backwards (seen by one reader);
  *   - a read() taken before a sum() is not above it;
  *   - compare(read_before - 1) is 1; compare(upper bound + 1) is -1.
+ * Two more grow-only event counters get the same deltas from just below
+ * 2^W and 2^(W-1): read through the unsigned readers (sum_monotonic,
+ * read_monotonic) as events since the start (tally_delta), they never go
+ * backwards and a read_monotonic taken before a sum_monotonic is not
+ * ahead of it, across either wrap; at the end sum_monotonic is exact.
  * Once the writers stop, |read - sum| stays below the error bound
  * (2 * batch * slots), for every counter.
  *
@@ -41,6 +46,11 @@ static tally_sword initial[NCOUNTERS];
 static struct tally_counter mono;
 static long long mono_cap;
 
+/* Grow-only event counters with mono's deltas, crossing 2^W and 2^(W-1). */
+#define NEVENTS 2
+static struct tally_counter event[NEVENTS];
+static tally_uword event_start[NEVENTS];
+
 static int stop;
 
 struct writer {
@@ -69,6 +79,8 @@ static void *writer_main(void *arg)
 			if (w->mono_total < mono_cap) {
 				long long m = (long long)((r >> 16) % 4);
 				tally_counter_add(&mono, (tally_sword)m);
+				for (int e = 0; e < NEVENTS; e++)
+					tally_counter_add(&event[e], (tally_sword)m);
 				w->mono_total += m;
 			}
 		}
@@ -93,6 +105,7 @@ static void *reader_main(void *arg)
 {
 	struct reader *rd = (struct reader *)arg;
 	tally_sword last_read = 0, last_sum = 0;
+	tally_uword ev_read[NEVENTS] = {0}, ev_sum[NEVENTS] = {0};
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		tally_sword r = tally_counter_read(&mono);
 		tally_sword s = tally_counter_sum(&mono);
@@ -109,6 +122,26 @@ static void *reader_main(void *arg)
 		CHECK(tally_counter_sum_positive(&mono) >= U(s), "sum_positive below sum");
 		last_read = r;
 		last_sum = s;
+
+		/* Event counters: events since the start, through the unsigned
+		 * readers (modular: right across 2^W and 2^(W-1)). */
+		for (int e = 0; e < NEVENTS; e++) {
+			tally_uword er = tally_delta(event_start[e],
+						     tally_counter_read_monotonic(&event[e]) -
+							     TALLY_MONOTONIC_BIAS);
+			tally_uword es = tally_delta(event_start[e],
+						     tally_counter_sum_monotonic(&event[e]));
+			CHECK(er >= ev_read[e], "event %d: read_monotonic went back: %llu after %llu",
+			      e, (unsigned long long)er, (unsigned long long)ev_read[e]);
+			CHECK(es >= ev_sum[e], "event %d: sum_monotonic went back: %llu after %llu",
+			      e, (unsigned long long)es, (unsigned long long)ev_sum[e]);
+			CHECK(er <= es, "event %d: read_monotonic %llu ahead of a later sum %llu", e,
+			      (unsigned long long)er, (unsigned long long)es);
+			CHECK(es <= U(mono_max()), "event %d: %llu events, above the bound", e,
+			      (unsigned long long)es);
+			ev_read[e] = er;
+			ev_sum[e] = es;
+		}
 
 		/* The signed counters: exercise every reader beside the writers. */
 		for (int k = 0; k < NCOUNTERS; k++) {
@@ -127,6 +160,8 @@ static void *reader_main(void *arg)
 			for (int k = 0; k < NCOUNTERS; k++)
 				tally_counter_fold_all(&ctr[k]);
 			tally_counter_fold_all(&mono);
+			for (int e = 0; e < NEVENTS; e++)
+				tally_counter_fold_all(&event[e]);
 		}
 		rd->ops++;
 	}
@@ -146,6 +181,11 @@ int main(void)
 	for (int k = 0; k < NCOUNTERS; k++)
 		CHECK_EQ(tally_counter_init(&ctr[k], initial[k], batches[k]), 0);
 	CHECK_EQ(tally_counter_init(&mono, 0, 0), 0);
+	/* Batch 64: folds often enough that read_monotonic crosses the wrap too. */
+	CHECK_EQ(tally_counter_init(&event[0], -20000, 64), 0);
+	CHECK_EQ(tally_counter_init(&event[1], TALLY_SWORD_MAX - 20000, 64), 0);
+	for (int e = 0; e < NEVENTS; e++)
+		event_start[e] = tally_counter_sum_monotonic(&event[e]);
 	/* Keep mono far below TALLY_SWORD_MAX on 32-bit words too. */
 	mono_cap = (long long)(TALLY_SWORD_MAX / 4) / NWRITERS;
 
@@ -206,10 +246,25 @@ int main(void)
 		      (long long)r, (long long)tally_counter_error_bound(&mono));
 		tally_counter_fold_all(&mono);
 		CHECK_EQ(tally_counter_read(&mono), expect);
+		for (int e = 0; e < NEVENTS; e++) {
+			tally_uword es = tally_counter_sum_monotonic(&event[e]);
+			tally_uword er = tally_counter_read_monotonic(&event[e]) - TALLY_MONOTONIC_BIAS;
+			CHECK_EQ(es, event_start[e] + U(expect));
+			CHECK(tally_delta(er, es) < U(tally_counter_error_bound(&event[e])),
+			      "event %d quiescent: sum %llu - read %llu beyond the bound", e,
+			      (unsigned long long)es, (unsigned long long)er);
+			tally_counter_fold_all(&event[e]);
+			CHECK_EQ(tally_counter_read_monotonic(&event[e]) - TALLY_MONOTONIC_BIAS, es);
+			if (expect > 20000)
+				printf("stress_counter: event counter %d crossed 2^%d\n", e,
+				       e == 0 ? TALLY_WORD_BITS : TALLY_WORD_BITS - 1);
+		}
 	}
 	for (int k = 0; k < NCOUNTERS; k++)
 		tally_counter_destroy(&ctr[k]);
 	tally_counter_destroy(&mono);
+	for (int e = 0; e < NEVENTS; e++)
+		tally_counter_destroy(&event[e]);
 
 	printf("stress_counter: %.1f s, %d writers, %d readers: %llu adds, %llu reader rounds\n",
 	       secs, NWRITERS, NREADERS, wops, rops);
