@@ -46,7 +46,14 @@
  * note is in progress (a seqlock reader), and never delay a writer.
  *
  *   call                        beside                      progress
- *   tally_cost_fold, _note      every call but init         blocking (cost lock)
+ *   tally_cost_init             nothing on c                wait-free
+ *   tally_cost_fold, _note      every call but init         blocking (cost lock;
+ *                                                           a zero-cost note
+ *                                                           returns at once)
+ *   tally_cost_lock             every call but init         blocking (spins,
+ *                                                           then yields)
+ *   tally_cost_unlock,          every call but init, by     wait-free
+ *   _fold_locked, _note_locked  the thread holding the lock
  *   tally_cost_read, _last      every call but init         blocking reader:
  *                                                           retries over a fold
  *   tally_cost_trylock          every call but init         wait-free

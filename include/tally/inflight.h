@@ -38,9 +38,12 @@
  *    *fatal = true (the kernel's fatal_signal_pending(): the caller should
  *    pretend progress and unwind).
  *
- * Concurrency: isolate, putback, read and too_many are lock-free (one
- * atomic RMW or load; putback takes the waiters' mutex only when someone
- * waits). allowed blocks only in its one bounded wait. The wait uses a
+ * Concurrency: read, too_many, waiters and wait_ns are wait-free (a load);
+ * isolate and putback are lock-free (a CAS loop; putback then wakes, as
+ * wake does); wake is one load when nobody waits, else it takes the
+ * waiters' mutex; stats copies relaxed counters (each exact, not one
+ * instant). allowed blocks only in its one bounded wait (and on the
+ * waiters' mutex, and in the caller's evictable callback). The wait uses a
  * pthread mutex and a condition variable on the monotonic clock (the wall
  * clock where the platform cannot wait on another, e.g. macOS); nothing
  * else does. The clock is chosen once by tally_inflight_init and recorded
