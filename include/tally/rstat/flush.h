@@ -141,13 +141,16 @@ static inline void tally__rstat_flush_one(struct tally_tree *t, struct tally_gro
  *    busy tree's flushes grow without bound, each leaving more to the
  *    next; measured with whole-tree flushes under steady updates).
  * 3. Settle the counts taken.
+ * The tree's flush generation is bumped before step 1 and after step 3.
  * Each drain pass is followed by BARRIER_F before any word load.
  */
 static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_group *g)
 {
 	struct tally_group **lists = t->tally__flush.lists, *x;
 	unsigned s, n = t->tally__ids.nr_slots;
-	t->tally__flush.gen++;
+	/* Atomic: updaters compare it with their anc_gen (threshold.h). A
+	 * flush bumps it at its start and at its end. */
+	tally__store(&t->tally__flush.gen, t->tally__flush.gen + 1ul);
 	/* g's count first, linked or not: a count can outlive the marking of
 	 * its updates (counted after an earlier flush's take, drained by its
 	 * second drain), and a flush of g must still clear it. */
@@ -175,6 +178,10 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 		     x = tally__rstat_cpu(x, s)->flush_next)
 			tally__rstat_flush_one(t, x, s);
 	tally__rstat_count_settle(t);
+	/* Again, now that the counts are lowered. Release: an update that
+	 * loads this generation (acquire) sees the lowered counts, and one
+	 * that loaded the first walks again (threshold.h). */
+	__atomic_store_n(&t->tally__flush.gen, t->tally__flush.gen + 1ul, __ATOMIC_RELEASE);
 }
 
 /* Flush g (forced) if it is alive; record the time for the root. */

@@ -57,6 +57,9 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
 		c->upd_children = g; /* empty */
 		c->upd_next = NULL;  /* not in the updated tree */
+		/* not the current flush generation: the first update that finds
+		 * g flushable walks its ancestors (threshold.h) */
+		c->anc_gen = tally__load(&t->tally__flush.gen) - 1ul;
 	}
 	return g;
 }

@@ -115,6 +115,32 @@ static inline void tally__rstat_mark_flushable(const struct tally_tree *t, struc
 }
 
 /*
+ * g is flushable: make its ancestors so too (tally__rstat_mark_flushable),
+ * unless an update on slot s already found them all flushable at the
+ * generation it saw. Only a flush lowers a count, and every flush bumps
+ * the tree's generation before it takes any count and again (release)
+ * once it has lowered them, so an update that loads (acquire) the
+ * generation a walk was recorded at finds every ancestor still past its
+ * threshold; one that loads a generation recorded mid-flush finds the
+ * end's bump and walks again. Only an update racing with a flush it does
+ * not see yet may skip a mark that the walk would have made; like any
+ * update that finds g flushable (see tally__rstat_count()) it promises
+ * nothing for g's ancestors, and the next update on s that finds g
+ * flushable makes the mark. Saves the walk (a load per ancestor) on
+ * almost every update of a busy group.
+ */
+TALLY__INLINE void tally__rstat_ancestors_flushable(const struct tally_tree *t,
+						    struct tally_group *g, unsigned s)
+{
+	struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
+	unsigned long gen = __atomic_load_n(&t->tally__flush.gen, __ATOMIC_ACQUIRE);
+	if (tally__load(&c->anc_gen) == gen)
+		return;
+	tally__rstat_mark_flushable(t, g->tally__links.parent);
+	tally__store(&c->anc_gen, gen);
+}
+
+/*
  * Count mag toward the thresholds of g and its ancestors on slot s
  * (memcg_rstat_updated()), stopping at the first flushable one. The
  * per-slot count is a relaxed load and store, not an RMW: two threads on
@@ -141,7 +167,7 @@ TALLY__INLINE void tally__rstat_count(const struct tally_tree *t, struct tally_g
 		struct tally__rstat_cpu *c;
 		uint64_t x, v, e;
 		if (tally__load(&g->tally__cnt.count) > t->tally__thr.threshold) {
-			tally__rstat_mark_flushable(t, g->tally__links.parent);
+			tally__rstat_ancestors_flushable(t, g, s);
 			break;
 		}
 		c = tally__rstat_cpu(g, s);

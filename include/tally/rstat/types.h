@@ -48,6 +48,12 @@ struct tally__rstat_cpu {
 	/* |delta| counted on this slot since the group's last flush, tagged
 	 * with the group's count epoch (tally/rstat/threshold.h). */
 	TALLY__RSTAT_A8 uint64_t stats_updates;
+	/* The tree's flush generation at which an update on this slot,
+	 * finding the group flushable, last found every ancestor flushable
+	 * too (at creation: one that is not current); while no flush has
+	 * started since, the next such update skips the ancestor walk
+	 * (tally/rstat/threshold.h). Relaxed loads and stores. */
+	unsigned long anc_gen;
 };
 
 /* ---- struct tally_tree: one sub-struct per concern (all private) -------- */
@@ -56,7 +62,7 @@ struct tally__rstat_cpu {
 struct tally__rstat_flushing {
 	pthread_mutex_t lock; /* the flush lock: flushes, create, destroy, ids */
 	unsigned long nr_groups; /* live groups, the root included */
-	unsigned long gen;       /* flushes so far */
+	unsigned long gen; /* flushes so far; atomic stores, updaters load it */
 	/* 1 if updates of this tree rely on the flush's membarrier()
 	 * (compiler barrier only), 0 if they fence. Set at creation. */
 	int memb;
@@ -120,6 +126,8 @@ struct tally__rstat_rcu {
 struct tally__rstat_gdirty {
 	unsigned char *block; /* the block's record for slot 0 */
 	size_t stride;        /* bytes from one slot's record to the next */
+	size_t leaf_off;      /* bytes from a record to the group's leaf word */
+	uint64_t bit, sbit;   /* the group's leaf bit and its summary bit */
 	unsigned id;
 };
 

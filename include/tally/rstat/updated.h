@@ -154,6 +154,10 @@ static inline int tally__rstat_id_alloc(struct tally_tree *t, struct tally_group
 	g->tally__dirty.id = id;
 	g->tally__dirty.block = ids->blocks[id / TALLY__RSTAT_BLOCK_IDS];
 	g->tally__dirty.stride = ids->stride;
+	g->tally__dirty.leaf_off = offsetof(struct tally__rstat_dirty, leaf) +
+				   ((id >> 6) & 63u) * sizeof(uint64_t);
+	g->tally__dirty.bit = 1ull << (id & 63u);
+	g->tally__dirty.sbit = 1ull << ((id >> 6) & 63u);
 	return 0;
 }
 
@@ -296,14 +300,16 @@ TALLY__INLINE void tally__rstat_barrier_flush(struct tally_tree *t)
  */
 TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned s)
 {
-	struct tally__rstat_dirty *d =
-		tally__rstat_dirty_at(g->tally__dirty.block, g->tally__dirty.stride, s);
-	unsigned id = g->tally__dirty.id, w = (id >> 6) & 63u;
-	uint64_t bit = 1ull << (id & 63u), sbit = 1ull << w;
-	if (!(__atomic_load_n(&d->leaf[w], __ATOMIC_SEQ_CST) & bit))
-		__atomic_fetch_or(&d->leaf[w], bit, __ATOMIC_SEQ_CST);
-	if (!(__atomic_load_n(&d->summary, __ATOMIC_SEQ_CST) & sbit))
-		__atomic_fetch_or(&d->summary, sbit, __ATOMIC_SEQ_CST);
+	/* The record, leaf word and bits as tally__rstat_id_alloc() laid
+	 * them out: no shifts on the update path. */
+	unsigned char *rec = g->tally__dirty.block + (size_t)s * g->tally__dirty.stride;
+	uint64_t *leaf = (uint64_t *)(void *)(rec + g->tally__dirty.leaf_off);
+	uint64_t *summary = &((struct tally__rstat_dirty *)(void *)rec)->summary;
+	uint64_t bit = g->tally__dirty.bit, sbit = g->tally__dirty.sbit;
+	if (!(__atomic_load_n(leaf, __ATOMIC_SEQ_CST) & bit))
+		__atomic_fetch_or(leaf, bit, __ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(summary, __ATOMIC_SEQ_CST) & sbit))
+		__atomic_fetch_or(summary, sbit, __ATOMIC_SEQ_CST);
 }
 
 /* ---- updated trees (flush lock) ------------------------------------------- */
