@@ -192,19 +192,27 @@ Test(counter, nr_cpu_slots_covers_the_machine)
 	cr_assert_eq(tally__nr_cpu_slots(), n, "cached value must not change");
 }
 
-/* The parser behind tally__nr_cpu_slots(): the highest CPU in a sysfs list. */
+/* The slot count is the platform layer's count of possible CPUs (os.h),
+ * or the fallback where the OS cannot tell. */
+Test(counter, nr_cpu_slots_from_the_platform_layer)
+{
+	unsigned possible = tally__os_possible_cpus();
+	cr_assert_eq(tally__nr_cpu_slots(), possible ? possible : TALLY_FALLBACK_NCPUS);
+}
+
+/* The parser behind it (os.h): the highest CPU in a sysfs list. */
 Test(counter, cpu_list_parser)
 {
-	cr_assert_eq(tally__parse_cpu_list_max("0\n"), 0);
-	cr_assert_eq(tally__parse_cpu_list_max("0-1\n"), 1);
-	cr_assert_eq(tally__parse_cpu_list_max("0-3,8-11\n"), 11);
-	cr_assert_eq(tally__parse_cpu_list_max("0,2,4"), 4);
-	cr_assert_eq(tally__parse_cpu_list_max("0-127"), 127);
-	cr_assert_eq(tally__parse_cpu_list_max(""), -1);
-	cr_assert_eq(tally__parse_cpu_list_max("\n"), -1);
-	cr_assert_eq(tally__parse_cpu_list_max("abc"), -1);
-	cr_assert_eq(tally__parse_cpu_list_max("0-3 junk"), -1);
-	cr_assert_eq(tally__parse_cpu_list_max("99999999999"), -1); /* absurdly large */
+	cr_assert_eq(tally__os_cpu_list_max("0\n"), 0);
+	cr_assert_eq(tally__os_cpu_list_max("0-1\n"), 1);
+	cr_assert_eq(tally__os_cpu_list_max("0-3,8-11\n"), 11);
+	cr_assert_eq(tally__os_cpu_list_max("0,2,4"), 4);
+	cr_assert_eq(tally__os_cpu_list_max("0-127"), 127);
+	cr_assert_eq(tally__os_cpu_list_max(""), -1);
+	cr_assert_eq(tally__os_cpu_list_max("\n"), -1);
+	cr_assert_eq(tally__os_cpu_list_max("abc"), -1);
+	cr_assert_eq(tally__os_cpu_list_max("0-3 junk"), -1);
+	cr_assert_eq(tally__os_cpu_list_max("99999999999"), -1); /* absurdly large */
 }
 
 Test(counter, error_bound)

@@ -1,15 +1,22 @@
 /*
- * tally/arch.h - compiler, OS and architecture detection; atomics; CPU id.
+ * tally/arch.h - the compiler and the CPU: compiler and sanitizer
+ * detection, inlining and branch hints, the word types, atomics and
+ * fences, and which CPU slot a thread is on (the CPU id, the number of
+ * slots, a per-thread fallback slot).
  *
- * Everything platform-specific in tally lives here (and in the rseq fast
- * path, rseq.h). Atomics are the __atomic builtins on plain fields, so the
- * headers compile as C11 and as C++11 and up with gcc and clang, inline on
- * -m32, and are understood by ThreadSanitizer.
+ * What the operating system provides (clocks and deadlines, a condition
+ * variable, yielding, counting CPUs and memory) is os.h's, the platform
+ * layer this header builds on: the slot count here is os.h's count of
+ * possible CPUs, cached. The rseq fast path is rseq.h's. Atomics are the
+ * __atomic builtins on plain fields, so the headers compile as C11 and as
+ * C++11 and up with gcc and clang, inline on -m32, and are understood by
+ * ThreadSanitizer.
  */
 #ifndef TALLY_ARCH_H
 #define TALLY_ARCH_H
 
 #include <tally/config.h>
+#include <tally/os.h>
 
 #include <errno.h>
 #include <stddef.h>
@@ -20,10 +27,6 @@
 #  include <assert.h>
 #endif
 
-#if defined(__unix__) || defined(__APPLE__)
-#  include <fcntl.h>
-#  include <unistd.h>
-#endif
 #if defined(__linux__)
 #  include <sched.h>
 #  define TALLY__LINUX 1
@@ -188,31 +191,11 @@ TALLY__INLINE void tally__cpu_relax(void)
  * computes the same value, so a relaxed store is enough.
  */
 
-/* Parse the highest CPU number in a list like "0-3,8-11". */
-TALLY__INLINE long tally__parse_cpu_list_max(const char *s)
-{
-	long max = -1, v = -1;
-	for (;; s++) {
-		if (*s >= '0' && *s <= '9') {
-			v = (v < 0 ? 0 : v * 10) + (*s - '0');
-			if (v > 1L << 20)
-				return -1;
-		} else {
-			if (v > max)
-				max = v;
-			v = -1;
-			if (*s == '\0' || *s == '\n')
-				break;
-			if (*s != ',' && *s != '-')
-				return -1;
-		}
-	}
-	return max;
-}
-
 /*
  * tally__nr_cpu_slots - number of per-CPU slots: every possible CPU id,
- * whether online or not, so a CPU coming online later has a slot.
+ * whether online or not, so a CPU coming online later has a slot
+ * (tally__os_possible_cpus()); TALLY_FALLBACK_NCPUS when the OS cannot
+ * tell.
  */
 static inline unsigned tally__nr_cpu_slots(void)
 {
@@ -220,30 +203,9 @@ static inline unsigned tally__nr_cpu_slots(void)
 	unsigned n = tally__load(&cached);
 	if (tally__likely(n))
 		return n;
-	long max = -1;
-#if TALLY__LINUX
-	{
-		char buf[256];
-		/* open/read without stdio: no locale, no allocation. */
-		int fd = open("/sys/devices/system/cpu/possible", O_RDONLY);
-		if (fd >= 0) {
-			ssize_t r = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (r > 0) {
-				buf[r] = '\0';
-				max = tally__parse_cpu_list_max(buf);
-			}
-		}
-	}
-#endif
-#if defined(_SC_NPROCESSORS_CONF)
-	{
-		long c = sysconf(_SC_NPROCESSORS_CONF);
-		if (c > max + 1)
-			max = c - 1;
-	}
-#endif
-	n = max >= 0 ? (unsigned)max + 1 : TALLY_FALLBACK_NCPUS;
+	n = tally__os_possible_cpus();
+	if (!n)
+		n = TALLY_FALLBACK_NCPUS;
 	tally__store(&cached, n);
 	return n;
 }
