@@ -311,11 +311,11 @@ Test(vec, late_fold_check_does_not_go_back)
 		tally_vec_mod(&v, 1, 1);
 	expect(&v, 1, 99, 101);
 	/* A resumes: mod's check, then inc's and dec's. */
-	tally__vec_fold_slot(&v, s, 1, 0);
+	tally__vec_fold_slot(&v, s, 1, TALLY__FOLD_PAST);
 	expect(&v, 1, 99, 101);
-	tally__vec_fold_slot(&v, s, 1, 1);
+	tally__vec_fold_slot(&v, s, 1, TALLY__FOLD_UP);
 	expect(&v, 1, 99, 101);
-	tally__vec_fold_slot(&v, s, 1, -1);
+	tally__vec_fold_slot(&v, s, 1, TALLY__FOLD_DOWN);
 	expect(&v, 1, 99, 101);
 	tally_vec_fold(&v);
 	expect(&v, 1, 101, 101);

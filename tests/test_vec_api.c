@@ -110,9 +110,9 @@ Test(vec_api, per_item_thresholds)
 	cr_assert_eq(tally_vec_read(&v, 2), 0);
 	cr_assert_eq(tally_vec_read_monotonic(&v, 2), U(-7) + B);
 	/* Its base never moved: no fold happened. */
-	cr_assert_eq(tally__vec_slot(&v, 0, 2)->b, 0);
+	cr_assert_eq(tally__vec_slot(&v, 0, 2)->base, 0);
 	for (unsigned s = 0; s < tally__pcpu_slots(&v.tally__pcpu); s++)
-		cr_assert_eq(tally__vec_slot(&v, s, 2)->b, 0);
+		cr_assert_eq(tally__vec_slot(&v, s, 2)->base, 0);
 	cr_assert_eq(v.tally__global[2], 0);
 	tally_vec_fold(&v); /* leaves it alone */
 	cr_assert_eq(v.tally__global[2], 0);
@@ -139,7 +139,7 @@ Test(vec_api, exact_only)
 	}
 	for (unsigned s = 0; s < tally__pcpu_slots(&v.tally__pcpu); s++)
 		for (unsigned i = 0; i < 3; i++)
-			cr_assert_eq(tally__vec_slot(&v, s, i)->b, 0, "a fold ran");
+			cr_assert_eq(tally__vec_slot(&v, s, i)->base, 0, "a fold ran");
 	tally_vec_fold(&v);
 	expect(&v, 0, 300, 300);
 	tally_vec_destroy(&v);

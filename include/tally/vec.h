@@ -30,26 +30,38 @@
  * item whose threshold is TALLY_VEC_EXACT never folds: updates touch only
  * the CPU's words, and its O(1) readers return the exact value (O(CPUs)).
  *
- * As in tally_counter, per CPU and item a never-reset word w and a base b
- * (diff = w - b); a fold (tally__pcpu_fold) moves diff into the global and
- * advances b by CAS, so the exact value (the sum of every w) never depends
- * on folds. With TALLY_VEC_MULTI each CPU and item also has two bank words
- * g[0], g[1] that multi-item updates add to (through the same per-CPU add
- * as single updates), each with its own base, folded past the item's threshold as
- * mod folds; the CPU's value of the item is w + g[0] + g[1], still never
- * reset, and exact sums use that. (So for a MULTI vec the O(1) readers'
- * bound is three times the threshold per CPU slot: each word's diff stays
- * within it on its own.)
+ * As in tally_counter, per CPU and item a never-reset word w and a base
+ * (diff = w - base); a fold (tally__pcpu_fold) moves diff into the global
+ * and advances the base by CAS, so the exact value (the sum of every w)
+ * never depends on folds. With TALLY_VEC_MULTI each CPU and item also has
+ * two bank words bank[0], bank[1] that multi-item updates add to (through
+ * the same per-CPU add as single updates), each with its own base, folded
+ * past the item's threshold as mod folds; the CPU's value of the item is
+ * w + bank[0] + bank[1], still never reset, and exact sums use that. (So
+ * for a MULTI vec the O(1) readers' bound is three times the threshold per
+ * CPU slot: each word's diff stays within it on its own.)
  *
  * Values come in two kinds:
  *   raw:          everything ever added, modulo 2^W; never moved by a
  *                 reset (read_monotonic, snapshot). For deltas, exporters.
  *   since reset:  raw minus the item's reset baseline (read, read_exact,
  *                 sum, snapshot_since_reset). Without a reset, the same.
+ *
+ * This header holds the structures and the public calls with their
+ * contracts. The machinery sits beside it (each refuses to be included on
+ * its own):
+ *   tally/vec/layout.h    the per-CPU words of an item, a slot's value,
+ *                         exact sums, the reset baselines, the lock
+ *   tally/vec/fold.h      the default threshold, the fold check after an
+ *                         update, folding everything
+ *   tally/vec/banks.h     TALLY_VEC_MULTI's two banks: multi-item updates
+ *                         and the cut that snapshots and resets take
+ *   tally/vec/lifetime.h  checking the options, allocating, freeing
  */
 #ifndef TALLY_VEC_H
 #define TALLY_VEC_H
 
+#include <tally/os.h>
 #include <tally/monotonic.h>
 #include <tally/pcpu.h>
 
@@ -103,94 +115,40 @@ struct tally_vec_delta {
 	tally_sword delta;
 };
 
-/* A CPU's words for one item: w, b, then (TALLY_VEC_MULTI) the banks
- * g[0], g[1] and their bases gb[0], gb[1]. */
-struct tally__vec_pcpu {
-	tally_uword w; /* never reset; written by tally__pcpu_add only */
-	tally_uword b; /* value - diff; changed by CAS only */
-};
-
 struct tally_vec {
 	/* private: use the tally_vec_* calls */
-	tally_uword *tally__global;  /* per item: everything folded */
-	tally_uword *tally__base;    /* per item: reset baseline (raw) */
-	tally_uword *tally__scratch; /* per item: reset's cut, under the lock */
-	int *tally__thr;             /* per item: threshold, or TALLY_VEC_EXACT */
-	char **tally__names;         /* NULL, or per item: a copy or NULL */
+	tally_uword *tally__global;     /* per item: everything folded */
+	tally_uword *tally__baseline;   /* per item: reset baseline (raw) */
+	tally_uword *tally__reset_cut;  /* per item: reset's cut, under the lock */
+	int *tally__item_threshold;     /* per item: threshold, or TALLY_VEC_EXACT */
+	char **tally__names;            /* NULL, or per item: a copy or NULL */
 	unsigned tally__nr_items;
-	int tally__threshold;        /* the items' default */
+	int tally__threshold;           /* the items' default */
 	unsigned tally__flags;
-	unsigned tally__phase;       /* MULTI: the bank updates add to */
-	size_t tally__istride;       /* bytes per item in a CPU's chunk */
-	pthread_mutex_t tally__lock; /* snapshots of MULTI vecs, resets */
-	struct tally__pcpu tally__pcpu;
+	unsigned tally__active_bank;    /* MULTI: the bank updates add to */
+	size_t tally__item_stride;      /* bytes per item in a CPU's chunk */
+	pthread_mutex_t tally__lock;    /* snapshots of MULTI vecs, resets */
+	struct tally__pcpu tally__pcpu; /* per CPU: the items' words (vec/layout.h) */
 };
 
-/* fls(): 1-based index of the highest set bit, 0 for 0. */
-TALLY__INLINE int tally__fls(unsigned long x)
-{
-	return x ? (int)(sizeof(x) * 8) - __builtin_clzl(x) : 0;
-}
+#define TALLY__VEC_INSIDE 1
+#include <tally/vec/layout.h>
+#include <tally/vec/fold.h>
+#include <tally/vec/banks.h>
+#include <tally/vec/lifetime.h>
+#undef TALLY__VEC_INSIDE
+
+/* ---- setting up ---------------------------------------------------------- */
 
 /*
  * tally_vec_default_threshold - calculate_normal_threshold():
- * min(125, 2 * fls(cpus) * (1 + fls(memory in 128 MiB units))).
+ * min(125, 2 * fls(cpus) * (1 + fls(memory in 128 MiB units))), with
+ * TALLY_VEC_MAX_THRESHOLD (config.h) for 125; memory the OS cannot tell
+ * counts as 0. Any thread; reads the CPU count and the physical memory.
  */
 static inline int tally_vec_default_threshold(void)
 {
-	unsigned long mem128 = 0;
-	int t;
-#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
-	{
-		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-		if (pages > 0 && psz > 0)
-			mem128 = (unsigned long)pages / ((128ul << 20) / (unsigned long)psz);
-	}
-#endif
-	t = 2 * tally__fls(tally__nr_cpu_slots()) * (1 + tally__fls(mem128));
-	return t < TALLY_VEC_MAX_THRESHOLD ? t : TALLY_VEC_MAX_THRESHOLD;
-}
-
-/* Is the input of tally_vec_init_opts() valid? */
-static inline int tally__vec_opts_ok(const struct tally_vec_opts *o)
-{
-	unsigned i;
-	if (!o || !o->nr_items || o->nr_items > TALLY_VEC_ITEMS_MAX || o->threshold < 0 ||
-	    o->threshold > TALLY_VEC_THRESHOLD_MAX || (o->flags & ~TALLY__VEC_FLAGS))
-		return 0;
-	if ((o->flags & TALLY_VEC_EXACT_ONLY) && (o->threshold || o->thresholds))
-		return 0;
-	if (o->thresholds)
-		for (i = 0; i < o->nr_items; i++)
-			if (o->thresholds[i] != TALLY_VEC_EXACT &&
-			    (o->thresholds[i] < 0 || o->thresholds[i] > TALLY_VEC_THRESHOLD_MAX))
-				return 0;
-	return 1;
-}
-
-/* Copy names into one block: nr pointers, then the strings. */
-static inline char **tally__vec_copy_names(const char *const *names, unsigned nr)
-{
-	size_t len = (size_t)nr * sizeof(char *);
-	unsigned i;
-	char **out, *p;
-	for (i = 0; i < nr; i++)
-		if (names[i])
-			len += strlen(names[i]) + 1;
-	out = (char **)malloc(len);
-	if (!out)
-		return NULL;
-	p = (char *)(out + nr);
-	for (i = 0; i < nr; i++) {
-		out[i] = NULL;
-		if (names[i]) {
-			size_t n = strlen(names[i]) + 1;
-			memcpy(p, names[i], n);
-			out[i] = p;
-			p += n;
-		}
-	}
-	return out;
+	return tally__vec_calc_threshold();
 }
 
 /*
@@ -200,53 +158,9 @@ static inline char **tally__vec_copy_names(const char *const *names, unsigned nr
  */
 static inline int tally_vec_init_opts(struct tally_vec *v, const struct tally_vec_opts *o)
 {
-	unsigned i, nr;
-	int t, err = -ENOMEM;
-	size_t words;
-	struct tally_vec n;
 	if (tally__bad(!v || !tally__vec_opts_ok(o)))
 		return -EINVAL;
-	memset(&n, 0, sizeof(n));
-	nr = o->nr_items;
-	t = (o->flags & TALLY_VEC_EXACT_ONLY) ? TALLY_VEC_EXACT
-	    : o->threshold			   ? o->threshold
-						   : tally_vec_default_threshold();
-	n.tally__nr_items = nr;
-	n.tally__threshold = t;
-	n.tally__flags = o->flags;
-	words = (o->flags & TALLY_VEC_MULTI) ? 6 : 2;
-	n.tally__istride = words * sizeof(tally_uword);
-	n.tally__global = (tally_uword *)calloc(3 * (size_t)nr, sizeof(tally_uword));
-	n.tally__thr = (int *)malloc((size_t)nr * sizeof(int));
-	if (o->names)
-		n.tally__names = tally__vec_copy_names(o->names, nr);
-	if (!n.tally__global || !n.tally__thr || (o->names && !n.tally__names))
-		goto fail;
-	n.tally__base = n.tally__global + nr;
-	n.tally__scratch = n.tally__global + 2 * (size_t)nr;
-	for (i = 0; i < nr; i++)
-		n.tally__thr[i] = o->thresholds && o->thresholds[i] ? o->thresholds[i] : t;
-	/* MULTI: two in-flight counters per CPU after the items' words. */
-	err = tally__pcpu_alloc(&n.tally__pcpu, (size_t)nr * n.tally__istride +
-							((o->flags & TALLY_VEC_MULTI) ? 2 * sizeof(tally_uword) : 0));
-	if (err)
-		goto fail;
-	{
-		/* A mutex may not be copied: initialise it in place, and put v
-		 * back as it was if that fails. */
-		struct tally_vec old = *v;
-		*v = n;
-		if (!pthread_mutex_init(&v->tally__lock, NULL))
-			return 0;
-		*v = old;
-		tally__pcpu_free(&n.tally__pcpu);
-		err = -ENOMEM;
-	}
-fail:
-	free(n.tally__global);
-	free(n.tally__thr);
-	free(n.tally__names);
-	return err;
+	return tally__vec_setup(v, o);
 }
 
 /*
@@ -269,15 +183,10 @@ static inline void tally_vec_destroy(struct tally_vec *v)
 {
 	if (!v || !v->tally__global)
 		return;
-	free(v->tally__global);
-	free(v->tally__thr);
-	free(v->tally__names);
-	v->tally__global = v->tally__base = v->tally__scratch = NULL;
-	v->tally__thr = NULL;
-	v->tally__names = NULL;
-	pthread_mutex_destroy(&v->tally__lock);
-	tally__pcpu_free(&v->tally__pcpu);
+	tally__vec_teardown(v);
 }
+
+/* ---- properties ---------------------------------------------------------- */
 
 /* tally_vec_threshold - the items' default threshold (TALLY_VEC_EXACT for
  * an exact-only vec). NULL v: 0. */
@@ -292,7 +201,7 @@ TALLY__INLINE int tally_vec_item_threshold(const struct tally_vec *v, unsigned i
 {
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return 0;
-	return v->tally__thr[item];
+	return v->tally__item_threshold[item];
 }
 
 /* tally_vec_nr_items - the number of items. NULL v: 0. */
@@ -313,82 +222,7 @@ TALLY__INLINE const char *tally_vec_item_name(const struct tally_vec *v, unsigne
 	return v->tally__names[item];
 }
 
-TALLY__INLINE struct tally__vec_pcpu *tally__vec_slot(const struct tally_vec *v, unsigned s,
-						      unsigned item)
-{
-	return (struct tally__vec_pcpu *)tally__pcpu_at(&v->tally__pcpu, s,
-							(size_t)item * v->tally__istride);
-}
-
-/* The bank words g[0], g[1] of item in slot s (TALLY_VEC_MULTI only). */
-TALLY__INLINE tally_uword *tally__vec_bank(const struct tally_vec *v, unsigned s, unsigned item)
-{
-	return (tally_uword *)tally__vec_slot(v, s, item) + 2;
-}
-
-/* The bases of the bank words (TALLY_VEC_MULTI only). */
-TALLY__INLINE tally_uword *tally__vec_bank_base(const struct tally_vec *v, unsigned s,
-						unsigned item)
-{
-	return (tally_uword *)tally__vec_slot(v, s, item) + 4;
-}
-
-/* Slot s's in-flight counters of multi-item updates, per bank. */
-TALLY__INLINE tally_uword *tally__vec_inflight(const struct tally_vec *v, unsigned s)
-{
-	return (tally_uword *)tally__pcpu_at(&v->tally__pcpu, s,
-					     (size_t)v->tally__nr_items * v->tally__istride);
-}
-
-/* Slot s's raw value of item: w (+ both banks with TALLY_VEC_MULTI). */
-TALLY__INLINE tally_uword tally__vec_value(const struct tally_vec *v,
-					   const struct tally__vec_pcpu *p)
-{
-	tally_uword x = tally__load(&p->w);
-	if (v->tally__flags & TALLY_VEC_MULTI) {
-		const tally_uword *g = (const tally_uword *)p + 2;
-		x += tally__load(&g[0]) + tally__load(&g[1]);
-	}
-	return x;
-}
-
-/*
- * Fold slot s's diff of item (its word w) while it is past the item's
- * threshold: tally__pcpu_fold, lock-free and conserving. kind: 0 for mod
- * (|diff| > t, no overstep), +1 for inc, -1 for dec (overstep t/2). Never
- * folds an item with threshold TALLY_VEC_EXACT.
- */
-TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigned item, int kind)
-{
-	struct tally__vec_pcpu *p = tally__vec_slot(v, s, item);
-	tally_sword t = v->tally__thr[item];
-	if (t < 0)
-		return;
-	tally__pcpu_fold(&p->w, &p->b, &v->tally__global[item], t,
-			 kind > 0   ? TALLY__FOLD_UP
-			 : kind < 0 ? TALLY__FOLD_DOWN
-				    : TALLY__FOLD_PAST);
-}
-
-/* The same for bank k of item in slot s (as mod: no overstep). */
-TALLY__INLINE void tally__vec_fold_bank(struct tally_vec *v, unsigned s, unsigned item, unsigned k)
-{
-	tally_sword t = v->tally__thr[item];
-	if (t < 0)
-		return;
-	tally__pcpu_fold(&tally__vec_bank(v, s, item)[k], &tally__vec_bank_base(v, s, item)[k],
-			 &v->tally__global[item], t, TALLY__FOLD_PAST);
-}
-
-TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword d, int kind)
-{
-	unsigned s;
-	if (tally__bad(!v || item >= v->tally__nr_items))
-		return -EINVAL;
-	tally__pcpu_add(&v->tally__pcpu, (size_t)item * v->tally__istride, (tally_uword)d, &s);
-	tally__vec_fold_slot(v, s, item, kind);
-	return 0;
-}
+/* ---- updates ------------------------------------------------------------- */
 
 /*
  * tally_vec_mod - add d (any sign) to item (mod_node_page_state()).
@@ -400,19 +234,19 @@ TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword
  */
 TALLY__INLINE int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d)
 {
-	return tally__vec_add(v, item, d, 0);
+	return tally__vec_add(v, item, d, TALLY__FOLD_PAST);
 }
 
 /* tally_vec_inc - add 1 with overstep (inc_node_state()); as tally_vec_mod. */
 TALLY__INLINE int tally_vec_inc(struct tally_vec *v, unsigned item)
 {
-	return tally__vec_add(v, item, 1, 1);
+	return tally__vec_add(v, item, 1, TALLY__FOLD_UP);
 }
 
 /* tally_vec_dec - subtract 1 with overstep (dec_node_state()); as mod. */
 TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
 {
-	return tally__vec_add(v, item, -1, -1);
+	return tally__vec_add(v, item, -1, TALLY__FOLD_DOWN);
 }
 
 /*
@@ -428,72 +262,25 @@ TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
  * with the bank word's fold check (as tally_vec_mod), bracketed by an
  * atomic increment and decrement of the current CPU's in-flight counter
  * for the bank; retried only when a snapshot switched banks between
- * reading the bank and announcing itself.
+ * reading the active bank and announcing itself (tally/vec/banks.h).
  * Other readers (read_exact, sum) see each item's part on its own.
  */
 static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d,
 				      unsigned n)
 {
-	unsigned i, s, p;
-	tally_uword *in;
+	unsigned i;
 	if (tally__bad(!v || !(v->tally__flags & TALLY_VEC_MULTI) || (n && !d) ||
 		       n > TALLY_VEC_ITEMS_MAX))
 		return -EINVAL;
 	for (i = 0; i < n; i++)
 		if (tally__bad(d[i].item >= v->tally__nr_items))
 			return -EINVAL;
-	if (!n)
-		return 0;
-	/* The in-flight counters take atomic RMWs only, so any slot's is
-	 * correct; the current CPU's keeps the line local. The adds go
-	 * through tally__pcpu_add like single updates (rseq where it can)
-	 * and may land on other slots if the thread migrates: the snapshot
-	 * drains every slot's counter before it reads any slot's bank. */
-	s = tally__cpu() % v->tally__pcpu.nr;
-	in = tally__vec_inflight(v, s);
-	for (;;) {
-		p = tally__load(&v->tally__phase);
-		/* seq_cst increment, then seq_cst re-load of the phase: pairs
-		 * with the snapshot's seq_cst store of the phase and then
-		 * seq_cst load of this counter (store buffering). Either this
-		 * re-load sees the new phase, or the snapshot sees this
-		 * increment and waits for the decrement below. */
-		__atomic_fetch_add(&in[p], 1, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&v->tally__phase, __ATOMIC_SEQ_CST) == p)
-			break;
-		/* A snapshot switched banks: nothing was added to bank p. */
-		__atomic_fetch_sub(&in[p], 1, __ATOMIC_RELAXED);
-	}
-	for (i = 0; i < n; i++) {
-		unsigned at;
-		tally__pcpu_add(&v->tally__pcpu,
-				(size_t)d[i].item * v->tally__istride + (2 + p) * sizeof(tally_uword),
-				(tally_uword)d[i].delta, &at);
-		tally__vec_fold_bank(v, at, d[i].item, p);
-	}
-	/* release: the adds above come before the decrement, which the
-	 * snapshot's drain loads (seq_cst, so acquire) before it reads bank p. */
-	__atomic_fetch_sub(&in[p], 1, __ATOMIC_RELEASE);
+	if (n)
+		tally__vec_add_multi(v, d, n);
 	return 0;
 }
 
-/* item's raw exact value: the sum over every slot (w, and banks). */
-static inline tally_uword tally__vec_raw(const struct tally_vec *v, unsigned item)
-{
-	unsigned s, n = tally__pcpu_slots(&v->tally__pcpu);
-	tally_uword sum = 0;
-	for (s = 0; s < n; s++)
-		sum += tally__vec_value(v, tally__vec_slot(v, s, item));
-	return sum;
-}
-
-/* item's reset baseline. acquire: pairs with the release store in reset,
- * so the words summed after it are at least as new as those the reset
- * summed (a since-reset value is never from before the baseline's cut). */
-TALLY__INLINE tally_uword tally__vec_base(const struct tally_vec *v, unsigned item)
-{
-	return tally__load_acq(&v->tally__base[item]);
-}
+/* ---- readers ------------------------------------------------------------- */
 
 /*
  * tally_vec_read_monotonic - the raw global of item as unsigned, never
@@ -508,7 +295,7 @@ TALLY__INLINE tally_uword tally_vec_read_monotonic(const struct tally_vec *v, un
 {
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return 0;
-	if (v->tally__thr[item] < 0)
+	if (v->tally__item_threshold[item] < 0)
 		return tally__vec_raw(v, item) + TALLY_MONOTONIC_BIAS;
 	return tally__load(&v->tally__global[item]) + TALLY_MONOTONIC_BIAS;
 }
@@ -525,7 +312,7 @@ static inline tally_sword tally_vec_read_exact(const struct tally_vec *v, unsign
 	tally_uword base;
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return 0;
-	base = tally__vec_base(v, item);
+	base = tally__vec_baseline(v, item);
 	return tally__to_signed(tally__vec_raw(v, item) - base);
 }
 
@@ -540,7 +327,7 @@ static inline tally_uword tally_vec_sum(const struct tally_vec *v, unsigned item
 	tally_uword base;
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return 0;
-	base = tally__vec_base(v, item);
+	base = tally__vec_baseline(v, item);
 	return tally__vec_raw(v, item) - base;
 }
 
@@ -556,75 +343,13 @@ TALLY__INLINE tally_uword tally_vec_read(const struct tally_vec *v, unsigned ite
 	tally_uword base;
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return 0;
-	base = tally__vec_base(v, item);
-	if (v->tally__thr[item] < 0)
+	base = tally__vec_baseline(v, item);
+	if (v->tally__item_threshold[item] < 0)
 		return tally_clamp(tally__to_signed(tally__vec_raw(v, item) - base));
 	return tally_clamp(tally__to_signed(tally__load(&v->tally__global[item]) - base));
 }
 
-/*
- * Every item's raw exact value into out[0..nr_items-1]: one pass over each
- * CPU's chunk. With TALLY_VEC_MULTI (caller holds the lock): the pass
- * reads w and the idle bank, then the phase flips and, once no CPU has an
- * update in flight into the bank updates were adding to, that bank's
- * words are added too. Every multi-item update went wholly to one bank: to the idle
- * one before the previous flip (read in the pass), or to the busy one
- * before this flip (read after it drained), or after this flip (in
- * neither: the idle bank was read before the flip).
- */
-static inline void tally__vec_cut(const struct tally_vec *v, tally_uword *out)
-{
-	struct tally_vec *m = (struct tally_vec *)v; /* the phase only */
-	unsigned s, i, nr = v->tally__nr_items, slots = tally__pcpu_slots(&v->tally__pcpu);
-	unsigned p, q;
-	memset(out, 0, (size_t)nr * sizeof(*out));
-	if (!(v->tally__flags & TALLY_VEC_MULTI)) {
-		for (s = 0; s < slots; s++)
-			for (i = 0; i < nr; i++)
-				out[i] += tally__load(&tally__vec_slot(v, s, i)->w);
-		return;
-	}
-	p = tally__load(&v->tally__phase); /* only lock holders store it */
-	q = p ^ 1u;
-	for (s = 0; s < slots; s++)
-		for (i = 0; i < nr; i++)
-			out[i] += tally__load(&tally__vec_slot(v, s, i)->w) +
-				  tally__load(&tally__vec_bank(v, s, i)[q]);
-	/* seq_cst: pairs with the update's seq_cst increment and re-load
-	 * (see tally_vec_mod_multi). */
-	__atomic_store_n(&m->tally__phase, q, __ATOMIC_SEQ_CST);
-	/* Every slot's counter first: an update's adds may have landed on
-	 * other slots than its counter's. */
-	for (s = 0; s < slots; s++) {
-		tally_uword *in = tally__vec_inflight(v, s);
-		unsigned spins = 0;
-		/* seq_cst (so acquire): pairs with the update's release
-		 * decrement, so its adds to bank p are seen below. */
-		while (__atomic_load_n(&in[p], __ATOMIC_SEQ_CST)) {
-			if (++spins < 128) {
-				tally__cpu_relax();
-			} else {
-#if TALLY__LINUX
-				sched_yield(); /* an updater was preempted mid-update */
-#endif
-				spins = 0;
-			}
-		}
-	}
-	for (s = 0; s < slots; s++)
-		for (i = 0; i < nr; i++)
-			out[i] += tally__load(&tally__vec_bank(v, s, i)[p]);
-}
-
-TALLY__INLINE void tally__vec_lock(const struct tally_vec *v)
-{
-	pthread_mutex_lock(&((struct tally_vec *)v)->tally__lock);
-}
-
-TALLY__INLINE void tally__vec_unlock(const struct tally_vec *v)
-{
-	pthread_mutex_unlock(&((struct tally_vec *)v)->tally__lock);
-}
+/* ---- snapshots and resets ------------------------------------------------ */
 
 /*
  * tally_vec_snapshot - every item's raw exact value: out[i] = everything
@@ -677,7 +402,7 @@ static inline int tally_vec_snapshot_since_reset(const struct tally_vec *v, tall
 	tally__vec_lock(v);
 	tally__vec_cut(v, out);
 	for (i = 0; i < v->tally__nr_items; i++)
-		out[i] -= tally__load(&v->tally__base[i]);
+		out[i] -= tally__load(&v->tally__baseline[i]);
 	tally__vec_unlock(v);
 	return 0;
 }
@@ -712,10 +437,9 @@ static inline int tally_vec_reset(struct tally_vec *v)
 	if (tally__bad(!v))
 		return -EINVAL;
 	tally__vec_lock(v);
-	tally__vec_cut(v, v->tally__scratch);
+	tally__vec_cut(v, v->tally__reset_cut);
 	for (i = 0; i < v->tally__nr_items; i++)
-		/* release: pairs with tally__vec_base()'s acquire load. */
-		tally__store_rel(&v->tally__base[i], v->tally__scratch[i]);
+		tally__vec_set_baseline(v, i, v->tally__reset_cut[i]);
 	tally__vec_unlock(v);
 	return 0;
 }
@@ -733,18 +457,12 @@ static inline int tally_vec_reset_item(struct tally_vec *v, unsigned item)
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return -EINVAL;
 	tally__vec_lock(v);
-	/* release: pairs with tally__vec_base()'s acquire load. */
-	tally__store_rel(&v->tally__base[item], tally__vec_raw(v, item));
+	tally__vec_set_baseline(v, item, tally__vec_raw(v, item));
 	tally__vec_unlock(v);
 	return 0;
 }
 
-TALLY__INLINE void tally__vec_fold_bank_all(struct tally_vec *v, unsigned s, unsigned i,
-					    unsigned k)
-{
-	tally__pcpu_fold(&tally__vec_bank(v, s, i)[k], &tally__vec_bank_base(v, s, i)[k],
-			 &v->tally__global[i], 0, TALLY__FOLD_ALL);
-}
+/* ---- folding ------------------------------------------------------------- */
 
 /*
  * tally_vec_fold - fold every CPU's diffs into the globals
@@ -755,22 +473,9 @@ TALLY__INLINE void tally__vec_fold_bank_all(struct tally_vec *v, unsigned s, uns
  */
 static inline void tally_vec_fold(struct tally_vec *v)
 {
-	unsigned s, n, i;
 	if (tally__bad(!v))
 		return;
-	n = tally__pcpu_slots(&v->tally__pcpu);
-	for (s = 0; s < n; s++) {
-		for (i = 0; i < v->tally__nr_items; i++) {
-			struct tally__vec_pcpu *p = tally__vec_slot(v, s, i);
-			if (v->tally__thr[i] < 0)
-				continue;
-			tally__pcpu_fold(&p->w, &p->b, &v->tally__global[i], 0, TALLY__FOLD_ALL);
-			if (v->tally__flags & TALLY_VEC_MULTI) {
-				tally__vec_fold_bank_all(v, s, i, 0);
-				tally__vec_fold_bank_all(v, s, i, 1);
-			}
-		}
-	}
+	tally__vec_fold_all(v);
 }
 
 #ifdef __cplusplus

@@ -147,7 +147,7 @@ static void *reader_reset(void *arg)
 			for (int j = 0; j < NWRITERS; j++)
 				after += __atomic_load_n(&w[j].started, __ATOMIC_ACQUIRE);
 			/* Only this thread resets: the baseline is the cut's. */
-			base = tally__load(&vec.tally__base[CMD_GET]);
+			base = tally__load(&vec.tally__baseline[CMD_GET]);
 			if (!split)
 				CHECK(U(before) <= base && base <= U(after),
 				      "reset's cmd_get baseline %llu outside [%llu, %llu]",
@@ -201,7 +201,7 @@ int main(void)
 		CHECK(raw[i] == expect, "item %s: raw %llu, expected %llu", names[i],
 		      (unsigned long long)raw[i], (unsigned long long)expect);
 		CHECK_EQ(tally_vec_sum(&vec, i), since[i]);
-		CHECK_EQ(since[i] + tally__load(&vec.tally__base[i]), raw[i]);
+		CHECK_EQ(since[i] + tally__load(&vec.tally__baseline[i]), raw[i]);
 		CHECK(!strcmp(tally_vec_item_name(&vec, i), names[i]), "name %u", i);
 	}
 	check_gets(since, "final since-reset");

@@ -1,0 +1,115 @@
+/*
+ * tally/vec/layout.h - where tally_vec keeps its words (private; include
+ * <tally/vec.h>): the per-CPU chunk of each slot, the words of one item in
+ * it, a slot's value of an item, the exact sum over slots, the reset
+ * baseline, and the vector's lock.
+ *
+ * A slot's chunk, item_stride bytes per item, then (TALLY_VEC_MULTI) the
+ * slot's two in-flight counters:
+ *   item 0: w, base [, bank[0], bank[1], bank_base[0], bank_base[1]]
+ *   item 1: ...
+ *   in-flight[0], in-flight[1]   (TALLY_VEC_MULTI only)
+ * w and the bank words are written by tally__pcpu_add only; their bases
+ * by tally__pcpu_fold's CAS only (tally/pcpu.h, "the fold").
+ */
+#ifndef TALLY_VEC_LAYOUT_H
+#define TALLY_VEC_LAYOUT_H
+
+#if !defined(TALLY__VEC_INSIDE)
+#  error "tally/vec/layout.h is private: include <tally/vec.h>"
+#endif
+
+/* A slot's first two words for one item; with TALLY_VEC_MULTI the bank
+ * words and their bases follow (tally__vec_bank, tally__vec_bank_base). */
+struct tally__vec_pcpu {
+	tally_uword w;    /* never reset; written by tally__pcpu_add only */
+	tally_uword base; /* w - the slot's unfolded diff; changed by CAS only */
+};
+
+/* Words per item in a slot's chunk. */
+#define TALLY__VEC_WORDS 2u
+#define TALLY__VEC_WORDS_MULTI 6u
+
+TALLY__INLINE struct tally__vec_pcpu *tally__vec_slot(const struct tally_vec *v, unsigned s,
+						      unsigned item)
+{
+	return (struct tally__vec_pcpu *)tally__pcpu_at(&v->tally__pcpu, s,
+							(size_t)item * v->tally__item_stride);
+}
+
+/* Byte offset of item's bank word k in a slot's chunk (TALLY_VEC_MULTI). */
+TALLY__INLINE size_t tally__vec_bank_off(const struct tally_vec *v, unsigned item, unsigned k)
+{
+	return (size_t)item * v->tally__item_stride + (2 + k) * sizeof(tally_uword);
+}
+
+/* The bank words bank[0], bank[1] of item in slot s (TALLY_VEC_MULTI only). */
+TALLY__INLINE tally_uword *tally__vec_bank(const struct tally_vec *v, unsigned s, unsigned item)
+{
+	return (tally_uword *)tally__vec_slot(v, s, item) + 2;
+}
+
+/* The bases of the bank words (TALLY_VEC_MULTI only). */
+TALLY__INLINE tally_uword *tally__vec_bank_base(const struct tally_vec *v, unsigned s,
+						unsigned item)
+{
+	return (tally_uword *)tally__vec_slot(v, s, item) + 4;
+}
+
+/* Slot s's in-flight counters of multi-item updates, one per bank. */
+TALLY__INLINE tally_uword *tally__vec_inflight(const struct tally_vec *v, unsigned s)
+{
+	return (tally_uword *)tally__pcpu_at(&v->tally__pcpu, s,
+					     (size_t)v->tally__nr_items * v->tally__item_stride);
+}
+
+/* A slot's raw value of an item: w (+ both banks with TALLY_VEC_MULTI). */
+TALLY__INLINE tally_uword tally__vec_value(const struct tally_vec *v,
+					   const struct tally__vec_pcpu *p)
+{
+	tally_uword x = tally__load(&p->w);
+	if (v->tally__flags & TALLY_VEC_MULTI) {
+		const tally_uword *bank = (const tally_uword *)p + 2;
+		x += tally__load(&bank[0]) + tally__load(&bank[1]);
+	}
+	return x;
+}
+
+/* item's raw exact value: the sum over every slot (w, and banks). */
+static inline tally_uword tally__vec_raw(const struct tally_vec *v, unsigned item)
+{
+	unsigned s, n = tally__pcpu_slots(&v->tally__pcpu);
+	tally_uword sum = 0;
+	for (s = 0; s < n; s++)
+		sum += tally__vec_value(v, tally__vec_slot(v, s, item));
+	return sum;
+}
+
+/* item's reset baseline. acquire: pairs with the release store in reset,
+ * so the words summed after it are at least as new as those the reset
+ * summed (a since-reset value is never from before the baseline's cut). */
+TALLY__INLINE tally_uword tally__vec_baseline(const struct tally_vec *v, unsigned item)
+{
+	return tally__load_acq(&v->tally__baseline[item]);
+}
+
+/* Set item's reset baseline to raw. release: pairs with
+ * tally__vec_baseline()'s acquire load. Under the lock. */
+TALLY__INLINE void tally__vec_set_baseline(struct tally_vec *v, unsigned item, tally_uword raw)
+{
+	tally__store_rel(&v->tally__baseline[item], raw);
+}
+
+/* The lock of snapshots of MULTI vecs and of resets. A reader holds it
+ * too: the lock is not part of the vector's value (hence the cast). */
+TALLY__INLINE void tally__vec_lock(const struct tally_vec *v)
+{
+	pthread_mutex_lock(&((struct tally_vec *)v)->tally__lock);
+}
+
+TALLY__INLINE void tally__vec_unlock(const struct tally_vec *v)
+{
+	pthread_mutex_unlock(&((struct tally_vec *)v)->tally__lock);
+}
+
+#endif /* TALLY_VEC_LAYOUT_H */

@@ -1,0 +1,120 @@
+/*
+ * tally/vec/lifetime.h - setting a tally_vec up and tearing it down
+ * (private; include <tally/vec.h>): checking the options, copying the item
+ * names, allocating the globals, baselines and per-CPU chunks.
+ */
+#ifndef TALLY_VEC_LIFETIME_H
+#define TALLY_VEC_LIFETIME_H
+
+#if !defined(TALLY__VEC_INSIDE)
+#  error "tally/vec/lifetime.h is private: include <tally/vec.h>"
+#endif
+
+/* Is the input of tally_vec_init_opts() valid? */
+static inline int tally__vec_opts_ok(const struct tally_vec_opts *o)
+{
+	unsigned i;
+	if (!o || !o->nr_items || o->nr_items > TALLY_VEC_ITEMS_MAX || o->threshold < 0 ||
+	    o->threshold > TALLY_VEC_THRESHOLD_MAX || (o->flags & ~TALLY__VEC_FLAGS))
+		return 0;
+	if ((o->flags & TALLY_VEC_EXACT_ONLY) && (o->threshold || o->thresholds))
+		return 0;
+	if (o->thresholds)
+		for (i = 0; i < o->nr_items; i++)
+			if (o->thresholds[i] != TALLY_VEC_EXACT &&
+			    (o->thresholds[i] < 0 || o->thresholds[i] > TALLY_VEC_THRESHOLD_MAX))
+				return 0;
+	return 1;
+}
+
+/* Copy names into one block: nr pointers, then the strings. */
+static inline char **tally__vec_copy_names(const char *const *names, unsigned nr)
+{
+	size_t len = (size_t)nr * sizeof(char *);
+	unsigned i;
+	char **out, *p;
+	for (i = 0; i < nr; i++)
+		if (names[i])
+			len += strlen(names[i]) + 1;
+	out = (char **)malloc(len);
+	if (!out)
+		return NULL;
+	p = (char *)(out + nr);
+	for (i = 0; i < nr; i++) {
+		out[i] = NULL;
+		if (names[i]) {
+			size_t n = strlen(names[i]) + 1;
+			memcpy(p, names[i], n);
+			out[i] = p;
+			p += n;
+		}
+	}
+	return out;
+}
+
+/* The body of tally_vec_init_opts (o checked): v untouched on failure. */
+static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_opts *o)
+{
+	unsigned i, nr = o->nr_items;
+	int t, err = -ENOMEM;
+	size_t words;
+	struct tally_vec n;
+	memset(&n, 0, sizeof(n));
+	t = (o->flags & TALLY_VEC_EXACT_ONLY) ? TALLY_VEC_EXACT
+	    : o->threshold			   ? o->threshold
+						   : tally__vec_calc_threshold();
+	n.tally__nr_items = nr;
+	n.tally__threshold = t;
+	n.tally__flags = o->flags;
+	words = (o->flags & TALLY_VEC_MULTI) ? TALLY__VEC_WORDS_MULTI : TALLY__VEC_WORDS;
+	n.tally__item_stride = words * sizeof(tally_uword);
+	/* One block: the globals, the baselines, reset's cut. */
+	n.tally__global = (tally_uword *)calloc(3 * (size_t)nr, sizeof(tally_uword));
+	n.tally__item_threshold = (int *)malloc((size_t)nr * sizeof(int));
+	if (o->names)
+		n.tally__names = tally__vec_copy_names(o->names, nr);
+	if (!n.tally__global || !n.tally__item_threshold || (o->names && !n.tally__names))
+		goto fail;
+	n.tally__baseline = n.tally__global + nr;
+	n.tally__reset_cut = n.tally__global + 2 * (size_t)nr;
+	for (i = 0; i < nr; i++)
+		n.tally__item_threshold[i] =
+			o->thresholds && o->thresholds[i] ? o->thresholds[i] : t;
+	/* MULTI: two in-flight counters per CPU after the items' words. */
+	err = tally__pcpu_alloc(&n.tally__pcpu,
+				(size_t)nr * n.tally__item_stride +
+					((o->flags & TALLY_VEC_MULTI) ? 2 * sizeof(tally_uword) : 0));
+	if (err)
+		goto fail;
+	{
+		/* A mutex may not be copied: initialise it in place, and put v
+		 * back as it was if that fails. */
+		struct tally_vec old = *v;
+		*v = n;
+		if (!pthread_mutex_init(&v->tally__lock, NULL))
+			return 0;
+		*v = old;
+		tally__pcpu_free(&n.tally__pcpu);
+		err = -ENOMEM;
+	}
+fail:
+	free(n.tally__global);
+	free(n.tally__item_threshold);
+	free(n.tally__names);
+	return err;
+}
+
+/* The body of tally_vec_destroy (v initialised). */
+static inline void tally__vec_teardown(struct tally_vec *v)
+{
+	free(v->tally__global);
+	free(v->tally__item_threshold);
+	free(v->tally__names);
+	v->tally__global = v->tally__baseline = v->tally__reset_cut = NULL;
+	v->tally__item_threshold = NULL;
+	v->tally__names = NULL;
+	pthread_mutex_destroy(&v->tally__lock);
+	tally__pcpu_free(&v->tally__pcpu);
+}
+
+#endif /* TALLY_VEC_LIFETIME_H */
