@@ -1,0 +1,221 @@
+/*
+ * tally/export/formats.h - the renderers (private; include <tally/export.h>):
+ * output that counts what it would write, escaping, and one writer per
+ * format: Prometheus text 0.0.4, OpenMetrics 1.0, memory.stat-like text
+ * and JSON.
+ */
+#ifndef TALLY_EXPORT_FORMATS_H
+#define TALLY_EXPORT_FORMATS_H
+
+#if !defined(TALLY__EXPORT_INSIDE)
+#  error "tally/export/formats.h is private: include <tally/export.h>"
+#endif
+
+TALLY__INLINE void tally__export_put(struct tally__export_sink *k, const char *s, size_t n)
+{
+	if (k->buf && k->len + n <= k->cap)
+		memcpy(k->buf + k->len, s, n);
+	k->len += n;
+}
+
+TALLY__INLINE void tally__export_puts(struct tally__export_sink *k, const char *s)
+{
+	tally__export_put(k, s, strlen(s));
+}
+
+static inline void tally__export_put_u64(struct tally__export_sink *k, uint64_t v)
+{
+	char d[24];
+	int n = 24;
+	do
+		d[--n] = (char)('0' + v % 10);
+	while ((v /= 10));
+	tally__export_put(k, d + n, (size_t)(24 - n));
+}
+
+static inline void tally__export_put_value(struct tally__export_sink *k, unsigned char kind,
+					   uint64_t v)
+{
+	if (kind == TALLY_EXPORT_GAUGE && (int64_t)v < 0) {
+		tally__export_put(k, "-", 1);
+		tally__export_put_u64(k, (uint64_t)0 - v);
+	} else {
+		tally__export_put_u64(k, v);
+	}
+}
+
+/* How tally__export_put_escaped escapes. */
+enum tally__export_escape {
+	TALLY__EXPORT_ESC_HELP_004, /* Prometheus 0.0.4 help: \\ and \n */
+	TALLY__EXPORT_ESC_QUOTED,   /* label values, OpenMetrics help: \\, \" and \n */
+	TALLY__EXPORT_ESC_JSON      /* JSON strings: \\, \", \n, control characters */
+};
+
+/* s, escaped as mode says. */
+static inline void tally__export_put_escaped(struct tally__export_sink *k, const char *s,
+					     enum tally__export_escape mode)
+{
+	const char *run = s;
+	for (; *s; s++) {
+		const char *rep = NULL;
+		char u[7];
+		unsigned char c = (unsigned char)*s;
+		if (c == '\\')
+			rep = "\\\\";
+		else if (c == '\n')
+			rep = "\\n";
+		else if (c == '"' && mode != TALLY__EXPORT_ESC_HELP_004)
+			rep = "\\\"";
+		else if (mode == TALLY__EXPORT_ESC_JSON && c < 0x20) {
+			static const char hex[] = "0123456789abcdef";
+			memcpy(u, "\\u00", 4);
+			u[4] = hex[c >> 4];
+			u[5] = hex[c & 15];
+			u[6] = '\0';
+			rep = u;
+		}
+		if (rep) {
+			tally__export_put(k, run, (size_t)(s - run));
+			tally__export_puts(k, rep);
+			run = s + 1;
+		}
+	}
+	tally__export_put(k, run, (size_t)(s - run));
+}
+
+/* The sample name of f in the Prometheus and OpenMetrics formats: its
+ * name, plus _total for counters. */
+static inline void tally__export_put_sample_name(struct tally__export_sink *k,
+						 const struct tally__export_family *f)
+{
+	tally__export_puts(k, f->name);
+	if (f->kind == TALLY_EXPORT_COUNTER)
+		tally__export_put(k, "_total", 6);
+}
+
+/* A family's value in row r. */
+TALLY__INLINE uint64_t tally__export_at(const struct tally__export_source *s,
+					const struct tally__export_family *f, size_t r)
+{
+	return s->values[r * s->row_len + f->column];
+}
+
+/* Prometheus text 0.0.4 (fmt TALLY_EXPORT_PROMETHEUS: HELP and TYPE name
+ * the samples, with _total) or OpenMetrics 1.0 (they name the family):
+ * one family, its HELP and TYPE lines and one sample per row. */
+static inline void tally__export_write_text(struct tally__export_sink *k, int fmt,
+					    const struct tally__export_family *f,
+					    const struct tally__export_source *s)
+{
+	int om = fmt == TALLY_EXPORT_OPENMETRICS;
+	size_t r;
+	tally__export_puts(k, "# HELP ");
+	if (om)
+		tally__export_puts(k, f->name);
+	else
+		tally__export_put_sample_name(k, f);
+	tally__export_put(k, " ", 1);
+	tally__export_put_escaped(k, f->help,
+				  om ? TALLY__EXPORT_ESC_QUOTED : TALLY__EXPORT_ESC_HELP_004);
+	tally__export_puts(k, "\n# TYPE ");
+	if (om)
+		tally__export_puts(k, f->name);
+	else
+		tally__export_put_sample_name(k, f);
+	tally__export_put(k, " ", 1);
+	tally__export_puts(k, f->kind == TALLY_EXPORT_COUNTER ? "counter" : "gauge");
+	tally__export_put(k, "\n", 1);
+	for (r = 0; r < s->nr_rows; r++) {
+		tally__export_put_sample_name(k, f);
+		if (s->label_name) {
+			tally__export_put(k, "{", 1);
+			tally__export_puts(k, s->label_name);
+			tally__export_put(k, "=\"", 2);
+			tally__export_put_escaped(k, s->labels + s->label_at[r],
+						  TALLY__EXPORT_ESC_QUOTED);
+			tally__export_put(k, "\"}", 2);
+		}
+		tally__export_put(k, " ", 1);
+		tally__export_put_value(k, f->kind, tally__export_at(s, f, r));
+		tally__export_put(k, "\n", 1);
+	}
+}
+
+/* memory.stat-like text: one "name value" line per family; labelled
+ * sources give their first row (a tree's root). */
+static inline void tally__export_write_stat(struct tally__export_sink *k,
+					    const struct tally__export_family *f,
+					    const struct tally__export_source *s)
+{
+	if (!f->in_stat || !s->nr_rows)
+		return;
+	tally__export_puts(k, f->name);
+	tally__export_put(k, " ", 1);
+	tally__export_put_value(k, f->kind, tally__export_at(s, f, 0));
+	tally__export_put(k, "\n", 1);
+}
+
+/* JSON: one family object, its samples with their labels. */
+static inline void tally__export_write_json(struct tally__export_sink *k,
+					    const struct tally__export_family *f,
+					    const struct tally__export_source *s)
+{
+	size_t r;
+	tally__export_puts(k, "{\"name\":\"");
+	tally__export_puts(k, f->name);
+	tally__export_puts(k, "\",\"type\":\"");
+	tally__export_puts(k, f->kind == TALLY_EXPORT_COUNTER ? "counter" : "gauge");
+	tally__export_puts(k, "\",\"help\":\"");
+	tally__export_put_escaped(k, f->help, TALLY__EXPORT_ESC_JSON);
+	tally__export_puts(k, "\",\"samples\":[");
+	for (r = 0; r < s->nr_rows; r++) {
+		if (r)
+			tally__export_put(k, ",", 1);
+		tally__export_puts(k, "{\"labels\":{");
+		if (s->label_name) {
+			tally__export_put(k, "\"", 1);
+			tally__export_puts(k, s->label_name);
+			tally__export_puts(k, "\":\"");
+			tally__export_put_escaped(k, s->labels + s->label_at[r],
+						  TALLY__EXPORT_ESC_JSON);
+			tally__export_put(k, "\"", 1);
+		}
+		tally__export_puts(k, "},\"value\":");
+		tally__export_put_value(k, f->kind, tally__export_at(s, f, r));
+		tally__export_put(k, "}", 1);
+	}
+	tally__export_puts(k, "]}");
+}
+
+/* Every family of e in format fmt (checked) into k. */
+static inline void tally__export_write(const struct tally_export *e, int fmt,
+				       struct tally__export_sink *k)
+{
+	unsigned i;
+	if (fmt == TALLY_EXPORT_JSON)
+		tally__export_puts(k, "{\"families\":[");
+	for (i = 0; i < e->tally__nr_families; i++) {
+		const struct tally__export_family *f = &e->tally__families[i];
+		const struct tally__export_source *s = &e->tally__sources[f->source];
+		switch (fmt) {
+		case TALLY_EXPORT_PROMETHEUS:
+		case TALLY_EXPORT_OPENMETRICS:
+			tally__export_write_text(k, fmt, f, s);
+			break;
+		case TALLY_EXPORT_STAT:
+			tally__export_write_stat(k, f, s);
+			break;
+		default: /* JSON */
+			if (i)
+				tally__export_put(k, ",", 1);
+			tally__export_write_json(k, f, s);
+			break;
+		}
+	}
+	if (fmt == TALLY_EXPORT_OPENMETRICS)
+		tally__export_puts(k, "# EOF\n");
+	else if (fmt == TALLY_EXPORT_JSON)
+		tally__export_puts(k, "]}\n");
+}
+
+#endif /* TALLY_EXPORT_FORMATS_H */

@@ -1,0 +1,283 @@
+/*
+ * tally/export/names.h - family names and help texts (private; include <tally/export.h>):
+ * the error message, UTF-8 validation, the name rules of the header comment
+ * (promtool's lint), and building the families' names and helps.
+ */
+#ifndef TALLY_EXPORT_NAMES_H
+#define TALLY_EXPORT_NAMES_H
+
+#if !defined(TALLY__EXPORT_INSIDE)
+#  error "tally/export/names.h is private: include <tally/export.h>"
+#endif
+
+/* Set e's message (printf-like, %s and %u only, to stay allocation-free and
+ * free of locale); returns err. */
+static inline int tally__export_fail(struct tally_export *e, int err, const char *fmt,
+				     const char *s, unsigned u)
+{
+	char *o = e->tally__error, *end = e->tally__error + sizeof(e->tally__error) - 1;
+	const char *p;
+	for (p = fmt; *p && o < end; p++) {
+		if (p[0] == '%' && p[1] == 's') {
+			const char *q = s ? s : "(null)";
+			size_t n = 0;
+			/* Quote at most 60 bytes of the offending string. */
+			for (; *q && o < end && n < 60; q++, n++)
+				*o++ = (*q >= 0x20 && *q != 0x7f) ? *q : '?';
+			if (*q && o + 3 <= end) {
+				memcpy(o, "...", 3);
+				o += 3;
+			}
+			p++;
+		} else if (p[0] == '%' && p[1] == 'u') {
+			char d[12];
+			int n = 0;
+			unsigned v = u;
+			do
+				d[n++] = (char)('0' + v % 10);
+			while ((v /= 10) && n < 12);
+			while (n && o < end)
+				*o++ = d[--n];
+			p++;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	return err;
+}
+
+/*
+ * tally__export_utf8_ok - s[0..n) is valid UTF-8 (no overlong forms, no
+ * surrogates, nothing past U+10FFFF) and has no NUL.
+ */
+static inline bool tally__export_utf8_ok(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	while (p < end) {
+		unsigned c = *p, need, cp, i;
+		if (c == 0)
+			return false;
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			need = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			need = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if ((size_t)(end - p) <= need)
+			return false;
+		for (i = 1; i <= need; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		p += need + 1;
+	}
+	return true;
+}
+
+/* Is w[0..n) one of the NULL-ended words? */
+static inline bool tally__export_word_in(const char *w, size_t n, const char *const *list)
+{
+	for (; *list; list++)
+		if (strlen(*list) == n && !memcmp(*list, w, n))
+			return true;
+	return false;
+}
+
+/*
+ * tally__export_check_name - 0 if name is a valid family name (see the header
+ * comment), else -EINVAL with e's message set. what names the caller's
+ * argument in the message.
+ */
+static inline int tally__export_check_name(struct tally_export *e, const char *name)
+{
+	static const char *const types[] = {"counter", "gauge", "histogram", "summary", "info",
+					     "stateset", "untyped", "gaugehistogram", NULL};
+	static const char *const abbrev[] = {"s",  "ms", "us", "ns", "sec", "b", "kb",
+					      "mb", "gb", "tb", "pb", "m",  "h", "d", NULL};
+	/* Units promtool knows: base units may stand alone, not prefixed. */
+	static const char *const base[] = {"amperes", "bytes",  "celsius", "grams",
+					   "joules",  "kelvin", "meters",  "metres",
+					   "seconds", "volts",  NULL};
+	static const char *const nonbase[] = {"minutes", "hours",      "days",    "weeks",
+					      "kelvins", "fahrenheit", "rankine", "inches",
+					      "yards",   "miles",      "bits",    "calories",
+					      "pounds",  "ounces",     "years",   NULL};
+	static const char *const prefixes[] = {"pico", "nano", "micro", "milli", "centi", "deci",
+						"deca", "hecto", "kilo",  "kibi",  "mega",  "mibi",
+						"mebi", "giga", "gibi", "tera",  "tebi",  "peta",
+						"pebi", "exa",  "exbi", NULL};
+	static const char *const suffixes[] = {"_total", "_created", "_count", "_sum", "_bucket",
+						"_info", "_gcount", "_gsum", NULL};
+	const char *p, *w;
+	const char *const *x;
+	size_t n;
+	if (!name)
+		return tally__export_fail(e, -EINVAL, "metric name is NULL", NULL, 0);
+	n = strlen(name);
+	if (!n)
+		return tally__export_fail(e, -EINVAL, "metric name is empty", NULL, 0);
+	if (n > TALLY_EXPORT_NAME_MAX)
+		return tally__export_fail(e, -EINVAL, "metric name '%s' is longer than %u bytes",
+					  name, TALLY_EXPORT_NAME_MAX);
+	if (name[0] >= '0' && name[0] <= '9')
+		return tally__export_fail(e, -EINVAL, "metric name '%s' starts with a digit", name,
+					  0);
+	if (name[0] == '_' && name[1] == '_')
+		return tally__export_fail(
+			e, -EINVAL, "metric name '%s' starts with '__' (reserved by Prometheus)",
+			name, 0);
+	for (p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+			return tally__export_fail(e, -EINVAL,
+						  "metric name '%s' is not lowercase snake_case "
+						  "([a-z_][a-z0-9_]*)",
+						  name, 0);
+	for (x = suffixes; *x; x++) {
+		size_t k = strlen(*x);
+		if (n >= k && !memcmp(name + n - k, *x, k))
+			return tally__export_fail(
+				e, -EINVAL,
+				"metric name '%s' ends with a reserved suffix "
+				"(_total, _created, _count, _sum, _bucket, _info, _gcount, "
+				"_gsum; counters get _total in the output)",
+				name, 0);
+	}
+	for (w = name; *w;) {
+		size_t k = strcspn(w, "_");
+		if (tally__export_word_in(w, k, types))
+			return tally__export_fail(
+				e, -EINVAL, "metric name '%s' contains a metric type as a word",
+				name, 0);
+		if (tally__export_word_in(w, k, abbrev))
+			return tally__export_fail(
+				e, -EINVAL,
+				"metric name '%s' contains an abbreviated unit as a word "
+				"(spell out a base unit: seconds, bytes)",
+				name, 0);
+		if (tally__export_word_in(w, k, nonbase))
+			return tally__export_fail(
+				e, -EINVAL,
+				"metric name '%s' contains a non-base unit (use seconds, "
+				"bytes, meters, grams, joules, celsius)",
+				name, 0);
+		for (x = prefixes; *x; x++) {
+			size_t pl = strlen(*x);
+			if (k > pl && !memcmp(w, *x, pl) &&
+			    (tally__export_word_in(w + pl, k - pl, base) ||
+			     tally__export_word_in(w + pl, k - pl, nonbase)))
+				return tally__export_fail(
+					e, -EINVAL,
+					"metric name '%s' contains a prefixed unit (use "
+					"the base unit: seconds, bytes, ...)",
+					name, 0);
+		}
+		w += k;
+		if (*w == '_')
+			w++;
+	}
+	return 0;
+}
+
+/* tally__export_check_help - 0 if help is a valid help text, else -EINVAL. */
+static inline int tally__export_check_help(struct tally_export *e, const char *name,
+					   const char *help)
+{
+	size_t n = strlen(help);
+	if (n > TALLY_EXPORT_HELP_MAX)
+		return tally__export_fail(e, -EINVAL, "help text of '%s' is longer than %u bytes",
+					  name, TALLY_EXPORT_HELP_MAX);
+	if (!tally__export_utf8_ok(help, n))
+		return tally__export_fail(e, -EINVAL, "help text of '%s' is not valid UTF-8", name,
+					  0);
+	return 0;
+}
+
+/* A help text with nothing but blanks is no help text: parsers trim it
+ * away and promtool reports "no help text". */
+static inline bool tally__export_help_given(const char *h)
+{
+	return h && h[strspn(h, " \t")] != '\0';
+}
+
+static inline char *tally__export_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = (char *)malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* Concatenate a, "_", b and c (any may be NULL) into a new string. */
+static inline char *tally__export_join(const char *a, const char *b, const char *c)
+{
+	size_t na = a ? strlen(a) : 0, nb = b ? strlen(b) : 0, nc = c ? strlen(c) : 0;
+	char *d = (char *)malloc(na + nb + nc + 2), *o = d;
+	if (!d)
+		return NULL;
+	if (na) {
+		memcpy(o, a, na);
+		o += na;
+		if (nb)
+			*o++ = '_';
+	}
+	if (nb)
+		memcpy(o, b, nb);
+	o += nb;
+	if (nc)
+		memcpy(o, c, nc);
+	o[nc] = '\0';
+	return d;
+}
+
+/* Fill fams[0..n) for items of a source: name prefix_item[suffix], help,
+ * kind. names/helps/kinds may be NULL. */
+static inline void tally__export_fill_families(struct tally__export_family *fams, unsigned n,
+					       const char *prefix, const char *const *names,
+					       const char *const *helps, const unsigned char *kinds,
+					       const char *what, const struct tally_vec *vec)
+{
+	unsigned i;
+	for (i = 0; i < n; i++) {
+		char num[16 + 12];
+		const char *nm = names ? names[i] : NULL;
+		if (!nm && !names && vec)
+			nm = tally_vec_item_name(vec, i);
+		if (!nm) {
+			unsigned v = i, len = 0, m;
+			do
+				len++;
+			while ((v /= 10));
+			memcpy(num, "item", 4);
+			for (v = i, m = 0; m < len; m++, v /= 10)
+				num[4 + len - 1 - m] = (char)('0' + v % 10);
+			num[4 + len] = '\0';
+			nm = num;
+		}
+		fams[i].name = tally__export_join(prefix, nm, NULL);
+		if (helps && tally__export_help_given(helps[i]))
+			fams[i].help = tally__export_strdup(helps[i]);
+		else
+			fams[i].help = tally__export_join(what, NULL, NULL);
+		fams[i].kind = kinds ? kinds[i] : (unsigned char)TALLY_EXPORT_COUNTER;
+		fams[i].column = i;
+		fams[i].in_stat = 1;
+	}
+}
+
+#endif /* TALLY_EXPORT_NAMES_H */

@@ -1,0 +1,59 @@
+/*
+ * tally/export/types.h - the private parts of an exporter (private; include
+ * <tally/export.h>): a registered source, its families, the widened
+ * state of a counter series, and the output sink of a render.
+ */
+#ifndef TALLY_EXPORT_TYPES_H
+#define TALLY_EXPORT_TYPES_H
+
+#if !defined(TALLY__EXPORT_INSIDE)
+#  error "tally/export/types.h is private: include <tally/export.h>"
+#endif
+
+struct tally_export;
+
+/* Widened state of one counter series. */
+struct tally__export_series {
+	tally_uword last; /* raw word at the last render */
+	uint64_t total;   /* widened value */
+};
+
+/*
+ * One registered object (a counter, a vector, a tree). Its families are
+ * contiguous in the exporter's family table. A render fills values with
+ * rows of row_len values; a row may carry a label value (a group path).
+ */
+struct tally__export_source {
+	void *obj;
+	unsigned nr_items;
+	unsigned first_family, nr_families;
+	unsigned char *kinds;                /* [nr_items] */
+	struct tally__export_series *series; /* [nr_items] counter/vec widening */
+	uint64_t *values;                    /* [nr_rows * row_len] this render */
+	size_t nr_rows, row_len, cap_values;
+	const char *label_name; /* label name of rows, or NULL */
+	char *labels;           /* row label values, each NUL-ended */
+	size_t *label_at;       /* [nr_rows] offsets into labels */
+	int (*collect)(struct tally_export *e, struct tally__export_source *s);
+	void (*release)(struct tally__export_source *s);
+	void *priv;
+};
+
+/* One metric family. */
+struct tally__export_family {
+	char *name;
+	char *help;
+	unsigned source;       /* index of its source */
+	unsigned column;       /* offset of its value in a row */
+	unsigned char kind;    /* enum tally_export_kind */
+	unsigned char in_stat; /* rendered in TALLY_EXPORT_STAT */
+};
+
+/* Output that counts everything and copies only into a large enough
+ * buffer. */
+struct tally__export_sink {
+	char *buf;
+	size_t cap, len;
+};
+
+#endif /* TALLY_EXPORT_TYPES_H */
