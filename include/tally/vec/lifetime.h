@@ -57,12 +57,13 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 {
 	unsigned i, nr = o->nr_items;
 	int t, err = -ENOMEM;
-	size_t words;
+	size_t words, chunk;
 	struct tally_vec n;
 	memset(&n, 0, sizeof(n));
-	t = (o->flags & TALLY_VEC_EXACT_ONLY) ? TALLY_VEC_EXACT
-	    : o->threshold			   ? o->threshold
-						   : tally__vec_calc_threshold();
+	if (o->flags & TALLY_VEC_EXACT_ONLY)
+		t = TALLY_VEC_EXACT;
+	else
+		t = o->threshold ? o->threshold : tally__vec_calc_threshold();
 	n.tally__nr_items = nr;
 	n.tally__threshold = t;
 	n.tally__flags = o->flags;
@@ -81,9 +82,10 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 		n.tally__item_threshold[i] =
 			o->thresholds && o->thresholds[i] ? o->thresholds[i] : t;
 	/* MULTI: two in-flight counters per CPU after the items' words. */
-	err = tally__pcpu_alloc(&n.tally__pcpu,
-				(size_t)nr * n.tally__item_stride +
-					((o->flags & TALLY_VEC_MULTI) ? 2 * sizeof(tally_uword) : 0));
+	chunk = (size_t)nr * n.tally__item_stride;
+	if (o->flags & TALLY_VEC_MULTI)
+		chunk += 2 * sizeof(tally_uword);
+	err = tally__pcpu_alloc(&n.tally__pcpu, chunk);
 	if (err)
 		goto fail;
 	{
