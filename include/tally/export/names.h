@@ -22,8 +22,12 @@ static inline int tally__export_fail(struct tally_export *e, int err, const char
 			const char *q = s ? s : "(null)";
 			size_t n = 0;
 			/* Quote at most 60 bytes of the offending string. */
-			for (; *q && o < end && n < 60; q++, n++)
-				*o++ = (*q >= 0x20 && *q != 0x7f) ? *q : '?';
+			for (; *q && o < end && n < 60; q++, n++) {
+				if (*q >= 0x20 && *q != 0x7f)
+					*o++ = *q;
+				else
+					*o++ = '?'; /* a control character */
+			}
 			if (*q && o + 3 <= end) {
 				memcpy(o, "...", 3);
 				o += 3;
