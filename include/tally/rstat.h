@@ -46,9 +46,11 @@
  *
  * Update (tally_group_mod): add to this CPU slot's word; then, ordered
  * after the add (see Memory ordering), set the group's bit in the slot's
- * dirty bitmap (idempotent: a load, and an atomic OR only if the bit is
- * clear); then count |delta| toward the flush thresholds of the group and
- * its ancestors (memcg_rstat_updated()).
+ * dirty bitmap (on x86_64 with rseq: plain stores in the owner's half of
+ * the slot's record, in a restartable section on that CPU; elsewhere, or
+ * when the thread migrated after its add: in the shared half, a load and
+ * an atomic OR only if the bit is clear); then count |delta| toward the
+ * flush thresholds of the group and its ancestors (memcg_rstat_updated()).
  *
  * Flush of the subtree at g, under the tree's flush lock: drain every
  * slot's dirty bitmap into the slot's updated tree (link each dirty group
@@ -179,8 +181,23 @@
  *
  * The barrier pair: two full fences, or, with TALLY_RSTAT_MEMBARRIER 1
  * where the kernel has private expedited membarrier(), a compiler barrier
- * in updates and membarrier() in flushes (the urcu-memb scheme); a tree
- * picks one at creation and keeps it (tally/rstat/updated.h).
+ * in updates and membarrier() in flushes that cleared a bit of a shared
+ * half (the urcu-memb scheme); a tree picks one at creation and keeps it
+ * (tally/rstat/updated.h).
+ *
+ * The owner's half (x86_64 with rseq, tally__rstat_rseq_mod()): no
+ * barrier in the update. Each slot's record has a second summary and leaf
+ * words that only a thread running on the slot's CPU writes, inside a
+ * restartable section, so two such writers never interleave; a drain's
+ * exchange between a writer's load and store only gets bits set again
+ * (spurious, harmless). The update stores the bits every time, after its
+ * word add, and x86 keeps a thread's stores in order: a drain exchange
+ * (a full barrier) that reads the bit reads the add after it; one that
+ * comes before the bit's store leaves the bit set for the next drain.
+ * That is message passing, not store buffering: the update never acts on
+ * a load that may pass its own add (skipping the stores when both bits
+ * are already set would: tests/formal/bitmap.pml -DOWNER_SKIP fails,
+ * -DOWNER passes).
  *
  * Destroy: under the flush lock, destroy flushes g into its parent's
  * pending, marks it dead and unlinks it. A destroyed group is never
@@ -528,11 +545,27 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	if (!delta)
 		return 0;
 	t = g->tally__tree;
+#if TALLY__HAVE_RSEQ
+	/* The add and the owner's dirty bits, no barrier (updated.h). */
+	switch (tally__rstat_rseq_mod(g, t->tally__word_off + item * sizeof(tally_uword),
+				      (tally_uword)delta, &s)) {
+	case 2:
+		break;
+	case 0:
+		tally__pcpu_add(&g->tally__pcpu, t->tally__word_off + item * sizeof(tally_uword),
+				(tally_uword)delta, &s);
+		/* fall through */
+	default:
+		tally__rstat_barrier_update(t);
+		tally__rstat_mark_dirty(g, s);
+	}
+#else
 	tally__pcpu_add(&g->tally__pcpu, t->tally__word_off + item * sizeof(tally_uword),
 			(tally_uword)delta, &s);
 	/* BARRIER_U: the word add before the dirty-bit loads. */
 	tally__rstat_barrier_update(t);
 	tally__rstat_mark_dirty(g, s);
+#endif
 	/* |delta| without overflow; capped at threshold + 1, which already
 	 * makes any group flushable (and at 2^38, so a slot's count, below
 	 * batch + cap, fits its 40 bits). */

@@ -64,6 +64,29 @@
  *                    drain's leaf clear then waits behind its summary
  *                    clear: no evidence for relaxed bit RMWs on CPUs that
  *                    reorder stores (not modelled).
+ *   -DOWNER          the rseq path of x86_64 (tally__rstat_rseq_mod()): each
+ *                    slot's record has a second half (own leaf word, own
+ *                    summary) that only threads running on the slot's CPU
+ *                    write, with plain loads and stores in restartable
+ *                    sections, every time (no "already set: skip"), and
+ *                    no barrier. A and C run on the slot's CPU: section 1
+ *                    adds the word, section 2 stores own leaf |= bit, then
+ *                    own summary |= 1 (it may abort after the leaf store and
+ *                    restart). B adds on the CPU too, then either does the
+ *                    same or (migrated between the sections) marks the
+ *                    shared half the fenced way. One thread at a time runs
+ *                    a section on the CPU, and a thread takes the CPU only
+ *                    once the previous one's stores are visible (a context
+ *                    switch is a full barrier). The drain exchanges both
+ *                    halves; its exchanges of the owner's half do not wait
+ *                    for a buffered owner store (a plain store can land
+ *                    after the exchange and set bits again). Uses the
+ *                    LEAF_WORD layout. Alone (PASS), with -DMEMBARRIER
+ *                    (BARRIER_F a membarrier() only when the drain cleared
+ *                    a bit of the shared half, as the code does: PASS),
+ *                    and with -DOWNER_SKIP, where section 2 skips its
+ *                    stores when both bits are already set: the
+ *                    store-buffering pair again (FAIL).
  *   -DSC             sequentially consistent: every store visible at once.
  *                                                          expected: PASS
  *   -DSC -DNOBARRIER passes too: the barriers matter only because stores
@@ -96,7 +119,14 @@
 #define LEAFW 2  /* with -DLEAF_WORD: one leaf word, bit 1 << g for group g */
 #define SUMM 4
 #define ADONE 5  /* A's mod returned */
+#ifdef OWNER
+#define LEAF_WORD 1
+#define OLEAFW 6 /* the owner's half: leaf word and summary */
+#define OSUMM 7
+#define NV 8
+#else
 #define NV 6
+#endif
 
 #define PA 0
 #define PB 1
@@ -117,6 +147,14 @@ byte seen0;      /* group 0's word as last read by a flush */
 #if defined(NOBARRIER)
 #define BARRIER_U(me) skip
 #define BARRIER_F(me) skip
+#elif defined(MEMBARRIER) && defined(OWNER)
+/* membarrier() only when the drain cleared a bit of the shared half */
+#define BARRIER_U(me) skip
+#define BARRIER_F(me) \
+	if \
+	:: sh -> (buf[PA].n == 0 && buf[PB].n == 0 && buf[PC].n == 0 && buf[PF].n == 0) \
+	:: else -> skip \
+	fi
 #elif defined(MEMBARRIER)
 /* membarrier(): every other thread executes a full barrier somewhere in
  * its program while the call runs: at one instant all buffers are empty */
@@ -180,7 +218,148 @@ proctype updater(byte me; byte g; byte d)
 	fi
 }
 
-#ifdef LEAF_WORD
+#ifdef OWNER
+byte cpu = 255;  /* the process in a section on the slot's CPU; 255: none */
+byte last = 255; /* the last one that ran there */
+bit sh;          /* the flusher's last drain cleared a shared-half bit */
+
+/* Run on the slot's CPU: once no section runs there and the previous
+ * thread's stores are visible (a context switch is a full barrier). */
+inline cpu_take(me)
+{
+	atomic {
+		cpu == 255 && (last == 255 || last == me || buf[last].n == 0) ->
+		cpu = me;
+		last = me
+	}
+}
+
+inline cpu_give(me)
+{
+	cpu = 255
+}
+
+/* Section 2: own leaf |= bit; own summary |= 1: plain loads and stores. */
+inline own_store(me, g)
+{
+	load(me, OLEAFW, r);
+	bstore(me, OLEAFW, r | (1 << g));
+	load(me, OSUMM, r);
+	bstore(me, OSUMM, r | 1)
+}
+
+#ifdef OWNER_SKIP
+inline own_bits(me, g)
+{
+	load(me, OLEAFW, r);
+	load(me, OSUMM, r2);
+	if
+	:: (r & (1 << g)) && r2 -> skip
+	:: else -> own_store(me, g)
+	fi
+}
+#else
+#define own_bits(me, g) own_store(me, g)
+#endif
+
+proctype owner(byte me; byte g; byte d)
+{
+	byte r, r2;
+	/* section 1: the word add, committed by a plain store */
+	cpu_take(me);
+	load(me, WORD0 + g, r);
+	bstore(me, WORD0 + g, r + d);
+	cpu_give(me);
+	if
+	:: me == PB ->
+		/* migrated between the sections: the fenced protocol on the
+		 * shared half (tally__rstat_mark_dirty()) */
+		BARRIER_U(me);
+		load(me, LEAFW, r);
+		if
+		:: (r & (1 << g)) == 0 -> rmw_or_mem(me, LEAFW, 1 << g, r)
+		:: else -> skip
+		fi;
+		load(me, SUMM, r);
+		if
+		:: r == 0 -> rmw_xchg_mem(me, SUMM, 1, r)
+		:: else -> skip
+		fi
+	:: true ->
+		/* section 2, on the same CPU (others may have run between) */
+		cpu_take(me);
+		if
+		:: true -> own_bits(me, g)
+		:: true ->
+			/* aborted after its leaf store; restarted */
+			load(me, OLEAFW, r);
+			bstore(me, OLEAFW, r | (1 << g));
+			cpu_give(me);
+			cpu_take(me);
+			own_bits(me, g)
+		fi;
+		cpu_give(me)
+	fi;
+	if
+	:: me == PA -> bstore(me, ADONE, 1) /* returned; lands after its stores */
+	:: else -> skip
+	fi
+}
+
+/* the drain's exchange of an owner-half word: a full barrier for the
+ * flusher, but a plain owner store buffered elsewhere may land after it */
+inline xchg_own(v, r)
+{
+	atomic {
+		buf[PF].n == 0 ->
+		r = mem[v];
+		mem[v] = 0
+	}
+}
+
+inline link_bits(r)
+{
+	if
+	:: r & 1 -> linked[0] = 1
+	:: else -> skip
+	fi;
+	if
+	:: r & 2 -> linked[1] = 1
+	:: else -> skip
+	fi
+}
+
+/* tally__rstat_drain(): the shared half, then the owner's half */
+inline drain()
+{
+	sh = 0;
+	load(PF, SUMM, r);
+	if
+	:: r ->
+		BIT_XCHG(PF, SUMM, 0, r);
+		if
+		:: r ->
+			BIT_XCHG(PF, LEAFW, 0, r);
+			sh = r != 0;
+			link_bits(r)
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+	load(PF, OSUMM, r);
+	if
+	:: r ->
+		xchg_own(OSUMM, r);
+		if
+		:: r ->
+			xchg_own(OLEAFW, r);
+			link_bits(r)
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi
+}
+#elif defined(LEAF_WORD)
 /* tally__rstat_drain(): if (summary) { x = xchg(summary, 0);
  * if (x) { y = xchg(leaf word, 0); link every group whose bit is in y } } */
 inline drain()
@@ -269,6 +448,18 @@ proctype flusher()
 
 init
 {
+#ifdef OWNER
+	atomic {
+		run drainer(PA);
+		run drainer(PB);
+		run drainer(PF);
+		run owner(PA, 0, DA);
+		run owner(PB, 0, DB);
+		run drainer(PC);
+		run owner(PC, 1, DC);
+		run flusher()
+	}
+#else
 	atomic {
 		run drainer(PA);
 		run drainer(PB);
@@ -279,4 +470,5 @@ init
 		run updater(PC, 1, DC);
 		run flusher()
 	}
+#endif
 }

@@ -18,15 +18,25 @@
 struct tally_group;
 
 /*
- * The dirty record of one block of 4096 group ids on one CPU slot: a leaf
- * bit per group (id & 63 of leaf[(id >> 6) & 63]) and a summary bit per
- * leaf word ((id >> 6) & 63). Set by updates, cleared by drains, all
- * accesses sequentially consistent (see Memory ordering). Records are
- * rounded up to TALLY_CACHELINE: no two slots share a line. Private.
+ * The dirty record of one block of 4096 group ids on one CPU slot, in two
+ * halves with the same layout: a leaf bit per group (id & 63 of
+ * leaf[(id >> 6) & 63]) and a summary bit per leaf word ((id >> 6) & 63).
+ *   summary, leaf          the shared half: set by any thread with
+ *                          sequentially consistent loads and ORs after a
+ *                          barrier (the fenced protocol)
+ *   own_summary, own_leaf  the owner's half (x86_64 with rseq): set only
+ *                          by a thread running on this slot's CPU, with
+ *                          plain stores in a restartable section, after
+ *                          its word add (tally__rstat_rseq_mod())
+ * Drains exchange both halves to 0. See Memory ordering in rstat.h.
+ * Records are rounded up to TALLY_CACHELINE: no two slots share a line.
+ * Private.
  */
 struct tally__rstat_dirty {
 	uint64_t summary;
 	uint64_t leaf[64];
+	uint64_t own_summary;
+	uint64_t own_leaf[64];
 };
 
 /*
@@ -127,6 +137,7 @@ struct tally__rstat_gdirty {
 	unsigned char *block; /* the block's record for slot 0 */
 	size_t stride;        /* bytes from one slot's record to the next */
 	size_t leaf_off;      /* bytes from a record to the group's leaf word */
+	size_t own_leaf_off;  /* ... and to its leaf word in the owner's half */
 	uint64_t bit, sbit;   /* the group's leaf bit and its summary bit */
 	unsigned id;
 };

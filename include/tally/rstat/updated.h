@@ -7,9 +7,11 @@
  *   group ids        dense, allocated and released under the flush lock,
  *                    4096 to a block; a growable id -> group table used
  *                    only by flushes
- *   dirty bitmaps    per block and CPU slot, a summary word and 64 leaf
- *                    words (struct tally__rstat_dirty): set by updates
- *                    (tally__rstat_mark_dirty()), cleared by drains
+ *   dirty bitmaps    per block and CPU slot, two halves of a summary word
+ *                    and 64 leaf words (struct tally__rstat_dirty): set by
+ *                    updates (the shared half: tally__rstat_mark_dirty();
+ *                    the owner's half, x86_64 with rseq:
+ *                    tally__rstat_rseq_mod()), cleared by drains
  *                    (tally__rstat_drain())
  *   updated trees    per slot, under the flush lock: the dirty groups and
  *                    their ancestors, each under its parent, doubly linked
@@ -156,6 +158,8 @@ static inline int tally__rstat_id_alloc(struct tally_tree *t, struct tally_group
 	g->tally__dirty.stride = ids->stride;
 	g->tally__dirty.leaf_off = offsetof(struct tally__rstat_dirty, leaf) +
 				   ((id >> 6) & 63u) * sizeof(uint64_t);
+	g->tally__dirty.own_leaf_off = offsetof(struct tally__rstat_dirty, own_leaf) +
+				       ((id >> 6) & 63u) * sizeof(uint64_t);
 	g->tally__dirty.bit = 1ull << (id & 63u);
 	g->tally__dirty.sbit = 1ull << ((id >> 6) & 63u);
 	return 0;
@@ -257,9 +261,10 @@ TALLY__INLINE void tally__rstat_barrier_update(const struct tally_tree *t)
 /*
  * BARRIER_F, first half: after a drain pass. With fences, a full fence now.
  * With membarrier(), which costs microseconds (an IPI to every CPU running
- * a thread of the process), a pass that cleared a bit leaves one owed
- * (flush lock), paid before the next word load (tally__rstat_barrier_flush()).
- * A pass that cleared nothing pairs with no update; a barrier owed by an
+ * a thread of the process), a pass that cleared a bit of a shared half
+ * leaves one owed (flush lock), paid before the next word load
+ * (tally__rstat_barrier_flush()). A pass that cleared nothing there pairs
+ * with no fenced update (the owner's halves need none); a barrier owed by an
  * earlier flush is still owed (the flush lock orders them), so every word
  * load comes after a barrier that follows every clear made before it.
  */
@@ -311,6 +316,127 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
 	if (!(__atomic_load_n(summary, __ATOMIC_SEQ_CST) & sbit))
 		__atomic_fetch_or(summary, sbit, __ATOMIC_SEQ_CST);
 }
+
+#if TALLY__HAVE_RSEQ
+/* The operand modifier for a word-sized register (32- or 64-bit words). */
+#  if TALLY_WORD_BITS == 32
+#    define TALLY__RSTAT_WREG "k"
+#  else
+#    define TALLY__RSTAT_WREG "q"
+#  endif
+/*
+ * tally__rstat_rseq_mod - tally_group_mod()'s word add and dirty marking
+ * on x86_64 with rseq, without a barrier: two restartable sections on
+ * glibc's rseq area (the first is tally__rseq_add()'s, see tally/rseq.h).
+ *   section 1: on the current CPU c (< nr, registered), word += d (the
+ *              commit).
+ *   section 2: if still on c, in the owner's half of slot c's record:
+ *              own_leaf |= bit; own_summary |= sbit (plain loads and
+ *              stores; the summary store is the commit). An abort (a
+ *              preemption, migration or signal) restarts the section; a
+ *              thread no longer on c leaves the marking to the caller.
+ * Returns 2 (both done: the word added on slot *slot and the group
+ * marked), 1 (added on *slot, not marked: mark it in the shared half, the
+ * fenced way) or 0 (nothing done: use tally__pcpu_add() and the fenced
+ * marking).
+ *
+ * Why no barrier: only threads running on CPU c write the owner's half
+ * of slot c, each inside a section that an interruption restarts, so no
+ * two of them interleave their load and store; a drain's exchange between
+ * one's load and store only gets its bits set again (a spurious mark,
+ * harmless: see tally__rstat_id_release()). x86 keeps a thread's stores
+ * in order (TSO): whoever sees the bit this update stored (the drain's
+ * exchange, a full barrier) sees the word add before it. The update
+ * stores its bits every time, never "already set: skip", so it never
+ * relies on a load passing its own word store (the store-buffering pair
+ * the fenced protocol pays its fence for). The argument and its SPIN
+ * model (tests/formal/bitmap.pml, -DOWNER): rstat.h, Memory ordering.
+ */
+TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off, tally_uword d,
+					unsigned *slot)
+{
+	const struct tally__pcpu *p = &g->tally__pcpu;
+	unsigned cpu;
+	uintptr_t addr;
+	uint64_t tmp; /* the word (at its width), then a bit word */
+	if (tally__unlikely(__rseq_size == 0))
+		return 0;
+	__asm__ __volatile__(
+		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
+		".balign 32\n\t"
+		"3:\n\t"
+		".long 0, 0\n\t"
+		".quad 1f, 2f - 1f, 4f\n\t"
+		".balign 32\n\t"
+		"13:\n\t"
+		".long 0, 0\n\t"
+		".quad 11f, 12f - 11f, 14f\n\t"
+		".popsection\n\t"
+		/* section 1: the word add, as tally__rseq_add() */
+		"0:\n\t"
+		"leaq 3b(%%rip), %q[tmp]\n\t"
+		"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"
+		"1:\n\t"
+		"movl %%fs:%c[start](%[rs]), %[cpu]\n\t"
+		"cmpl %[nr], %[cpu]\n\t"
+		"jae 6f\n\t"
+		"movl %[cpu], %k[addr]\n\t"
+		"imulq %[stride], %[addr]\n\t"
+		"addq %[base], %[addr]\n\t"
+		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
+		"jne 6f\n\t"
+		"mov (%[addr]), %" TALLY__RSTAT_WREG "[tmp]\n\t"
+		"add %" TALLY__RSTAT_WREG "[d], %" TALLY__RSTAT_WREG "[tmp]\n\t"
+		"mov %" TALLY__RSTAT_WREG "[tmp], (%[addr])\n\t" /* commit 1 */
+		"2:\n\t"
+		/* section 2: the owner's dirty bits of slot cpu */
+		"10:\n\t"
+		"leaq 13b(%%rip), %q[tmp]\n\t"
+		"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"
+		"11:\n\t"
+		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
+		"jne 7f\n\t"
+		"movl %[cpu], %k[addr]\n\t"
+		"imulq %[dstride], %[addr]\n\t"
+		"addq %[blk], %[addr]\n\t"
+		"movq (%[addr],%[loff]), %q[tmp]\n\t"
+		"orq %[bit], %q[tmp]\n\t"
+		"movq %q[tmp], (%[addr],%[loff])\n\t"
+		"movq %c[soff](%[addr]), %q[tmp]\n\t"
+		"orq %[sbit], %q[tmp]\n\t"
+		"movq %q[tmp], %c[soff](%[addr])\n\t" /* commit 2 */
+		"12:\n\t"
+		"movl $2, %k[addr]\n\t"
+		"jmp 5f\n\t"
+		".byte 0x0f, 0xb9, 0x3d\n\t"
+		".long %c[sig]\n\t"
+		"4:\n\t"
+		"jmp 0b\n\t"
+		".byte 0x0f, 0xb9, 0x3d\n\t"
+		".long %c[sig]\n\t"
+		"14:\n\t"
+		"jmp 10b\n\t"
+		"6:\n\t"
+		"movl $0, %k[addr]\n\t"
+		"jmp 5f\n\t"
+		"7:\n\t"
+		"movl $1, %k[addr]\n\t"
+		"5:\n\t"
+		"movq $0, %%fs:%c[cs](%[rs])\n\t"
+		: [cpu] "=&r"(cpu), [addr] "=&r"(addr), [tmp] "=&r"(tmp)
+		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
+		  [start] "i"(offsetof(struct rseq, cpu_id_start)),
+		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "rm"(p->nr),
+		  [stride] "rm"(p->stride), [base] "r"(p->base + off), [d] "re"(d),
+		  [dstride] "rm"(g->tally__dirty.stride), [blk] "rm"(g->tally__dirty.block),
+		  [loff] "r"(g->tally__dirty.own_leaf_off), [bit] "rm"(g->tally__dirty.bit),
+		  [sbit] "rm"(g->tally__dirty.sbit),
+		  [soff] "i"(offsetof(struct tally__rstat_dirty, own_summary)), [sig] "i"(RSEQ_SIG)
+		: "memory", "cc");
+	*slot = cpu;
+	return (int)addr;
+}
+#endif
 
 /* ---- updated trees (flush lock) ------------------------------------------- */
 
@@ -412,13 +538,53 @@ static inline struct tally_group *tally__rstat_reverse(struct tally_group *x, un
 /* ---- drains (flush lock) --------------------------------------------------- */
 
 /*
- * Move every dirty group of slot s into the slot's updated tree: per
- * block, clear the summary, then each leaf word it names (summary first:
- * see Memory ordering), and link each live group whose bit was set; a
- * destroyed group goes on the flush's hand-over list, a free id is
- * skipped.
- * Returns whether it cleared any bit. BARRIER_F must come between this and
- * any load of a word.
+ * Move every dirty group of one half of block b's record of slot s into
+ * the slot's updated tree: clear the summary, then each leaf word it names
+ * (summary first: see Memory ordering), and link each live group whose bit
+ * was set; a destroyed group goes on the flush's hand-over list, a free id
+ * is skipped. Returns whether it cleared any bit.
+ */
+static inline int tally__rstat_drain_half(struct tally_tree *t, unsigned s, unsigned b,
+					  uint64_t *summary, uint64_t *leaf)
+{
+	struct tally__rstat_ids *ids = &t->tally__ids;
+	int cleared = 0;
+	uint64_t x;
+	if (!__atomic_load_n(summary, __ATOMIC_SEQ_CST))
+		return 0;
+	x = __atomic_exchange_n(summary, (uint64_t)0, __ATOMIC_SEQ_CST);
+	while (x) {
+		unsigned j = (unsigned)__builtin_ctzll(x);
+		uint64_t y = __atomic_exchange_n(&leaf[j], (uint64_t)0, __ATOMIC_SEQ_CST);
+		x &= x - 1;
+		cleared |= y != 0;
+		while (y) {
+			unsigned id = b * TALLY__RSTAT_BLOCK_IDS + j * 64u +
+				      (unsigned)__builtin_ctzll(y);
+			struct tally_group *g = id < ids->nr_ids ? ids->group[id] : NULL;
+			y &= y - 1;
+			if (!g)
+				continue; /* a free id */
+			if (!tally__load(&g->tally__dead)) {
+				tally__rstat_link(g, s);
+			} else if (!g->tally__handover_next) {
+				/* Destroyed: its deltas go to an ancestor after
+				 * BARRIER_F (tally/rstat/flush.h). */
+				struct tally_group *h = t->tally__flush.handover;
+				g->tally__handover_next = h ? h : g;
+				t->tally__flush.handover = g;
+			}
+		}
+	}
+	return cleared;
+}
+
+/*
+ * Drain slot s: both halves of every block's record. Returns whether it
+ * cleared any bit of a shared half (the fenced protocol, which BARRIER_F
+ * pairs with); the owner's halves need no barrier beyond the exchanges
+ * (see tally__rstat_rseq_mod()). BARRIER_F must come between this and any
+ * load of a word.
  */
 static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
 {
@@ -427,33 +593,8 @@ static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
 	int cleared = 0;
 	for (b = 0; b < ids->nr_blocks; b++) {
 		struct tally__rstat_dirty *d = tally__rstat_dirty_at(ids->blocks[b], ids->stride, s);
-		uint64_t x;
-		if (!__atomic_load_n(&d->summary, __ATOMIC_SEQ_CST))
-			continue;
-		x = __atomic_exchange_n(&d->summary, (uint64_t)0, __ATOMIC_SEQ_CST);
-		while (x) {
-			unsigned j = (unsigned)__builtin_ctzll(x);
-			uint64_t y = __atomic_exchange_n(&d->leaf[j], (uint64_t)0, __ATOMIC_SEQ_CST);
-			x &= x - 1;
-			cleared |= y != 0;
-			while (y) {
-				unsigned id = b * TALLY__RSTAT_BLOCK_IDS + j * 64u +
-					      (unsigned)__builtin_ctzll(y);
-				struct tally_group *g = id < ids->nr_ids ? ids->group[id] : NULL;
-				y &= y - 1;
-				if (!g)
-					continue; /* a free id */
-				if (!tally__load(&g->tally__dead)) {
-					tally__rstat_link(g, s);
-				} else if (!g->tally__handover_next) {
-					/* Destroyed: its deltas go to an ancestor
-					 * after BARRIER_F (tally/rstat/flush.h). */
-					struct tally_group *h = t->tally__flush.handover;
-					g->tally__handover_next = h ? h : g;
-					t->tally__flush.handover = g;
-				}
-			}
-		}
+		cleared |= tally__rstat_drain_half(t, s, b, &d->summary, d->leaf);
+		(void)tally__rstat_drain_half(t, s, b, &d->own_summary, d->own_leaf);
 	}
 	return cleared;
 }
