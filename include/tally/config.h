@@ -125,6 +125,15 @@
 #  define TALLY_FALLBACK_NCPUS 64
 #endif
 
+/* ---- tally_inflight (inflight.h) -------------------------------------
+ * TALLY_INFLIGHT_WAIT_NS: the default bound of the throttle's one wait,
+ * reclaim_throttle()'s HZ/50 at HZ=1000 (20 ms); tally_inflight_init's
+ * wait_ns overrides it per object.
+ */
+#ifndef TALLY_INFLIGHT_WAIT_NS
+#  define TALLY_INFLIGHT_WAIT_NS 20000000ull
+#endif
+
 /* ---- tally_counter's default batch (counter.h) ------------------------
  * TALLY_COUNTER_BATCH_FLOOR: the smallest default batch, a power of two.
  * The default batch is max(TALLY_COUNTER_MIN_BATCH, 2 * CPU slots, this),

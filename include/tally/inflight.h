@@ -71,10 +71,7 @@ extern "C" {
 #define TALLY_INFLIGHT_TYPES_MAX 8
 /* The fewest generations MGLRU keeps: the threshold divisor. */
 #define TALLY_MIN_NR_GENS 2
-/* Default bound of the one wait: HZ/50 at HZ=1000, 20 ms. */
-#ifndef TALLY_INFLIGHT_WAIT_NS
-#  define TALLY_INFLIGHT_WAIT_NS 20000000ull
-#endif
+/* The default bound of the one wait: TALLY_INFLIGHT_WAIT_NS (config.h). */
 /* Longest wait accepted by tally_inflight_init (one hour). */
 #define TALLY_INFLIGHT_WAIT_MAX_NS 3600000000000ull
 
