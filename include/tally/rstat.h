@@ -540,6 +540,9 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	struct tally_tree *t;
 	uint64_t mag;
 	unsigned s;
+#if TALLY__HAVE_RSEQ
+	int r;
+#endif
 	if (tally__bad(!g || item >= g->tally__nr_items || tally__load(&g->tally__dead)))
 		return -EINVAL;
 	if (!delta)
@@ -547,15 +550,13 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	t = g->tally__tree;
 #if TALLY__HAVE_RSEQ
 	/* The add and the owner's dirty bits, no barrier (updated.h). */
-	switch (tally__rstat_rseq_mod(g, t->tally__word_off + item * sizeof(tally_uword),
-				      (tally_uword)delta, &s)) {
-	case 2:
-		break;
-	case 0:
-		tally__pcpu_add(&g->tally__pcpu, t->tally__word_off + item * sizeof(tally_uword),
-				(tally_uword)delta, &s);
-		/* fall through */
-	default:
+	r = tally__rstat_rseq_mod(g, t->tally__word_off + item * sizeof(tally_uword),
+				  (tally_uword)delta, &s);
+	if (tally__unlikely(r != 2)) {
+		if (!r)
+			tally__pcpu_add(&g->tally__pcpu,
+					t->tally__word_off + item * sizeof(tally_uword),
+					(tally_uword)delta, &s);
 		tally__rstat_barrier_update(t);
 		tally__rstat_mark_dirty(g, s);
 	}
@@ -566,6 +567,8 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	tally__rstat_barrier_update(t);
 	tally__rstat_mark_dirty(g, s);
 #endif
+	if (tally__likely(tally__rstat_count_settled(t, g, s)))
+		return 0;
 	/* |delta| without overflow; capped at threshold + 1, which already
 	 * makes any group flushable (and at 2^38, so a slot's count, below
 	 * batch + cap, fits its 40 bits). */

@@ -141,6 +141,21 @@ TALLY__INLINE void tally__rstat_ancestors_flushable(const struct tally_tree *t,
 }
 
 /*
+ * Whether an update of g on slot s has nothing to count: an update on s
+ * found g and every ancestor flushable at the tree's current flush
+ * generation (anc_gen), and no flush has lowered a count since (each
+ * bumps the generation), so tally__rstat_count() would stop at g and skip
+ * the walk. The update path's common case once a group is busy: two loads
+ * and a compare instead of the count and |delta| arithmetic.
+ */
+TALLY__INLINE bool tally__rstat_count_settled(const struct tally_tree *t,
+					      const struct tally_group *g, unsigned s)
+{
+	return tally__load(&tally__rstat_cpu(g, s)->anc_gen) ==
+	       __atomic_load_n(&t->tally__flush.gen, __ATOMIC_ACQUIRE);
+}
+
+/*
  * Count mag toward the thresholds of g and its ancestors on slot s
  * (memcg_rstat_updated()), stopping at the first flushable one. The
  * per-slot count is a relaxed load and store, not an RMW: two threads on
