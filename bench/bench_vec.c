@@ -7,6 +7,10 @@
  *   vec_mod/tally            tally_vec_mod(v, 0, 1)
  *   vec_inc/tally            tally_vec_inc(v, 0)
  *   vec_mod_spread16/tally   tally_vec_mod over 16 items in turn
+ *   vec_{mod,inc}/tally_nofold  the same as vec_{mod,inc}/tally with the
+ *                            largest threshold: no fold (the per-item
+ *                            global is never touched), the update's own
+ *                            cost beside the bare per-CPU add
  *   vec_read/{clamped,monotonic,exact}, vec_fold/16items: the reader is
  *                            the benchmark thread, writers (0 or 1) mod
  *                            beside it, spread over the items
@@ -25,15 +29,24 @@
 enum op { OP_MOD, OP_INC, OP_SPREAD };
 enum reader { RD_READ, RD_MONOTONIC, RD_EXACT, RD_FOLD };
 
+struct update_case {
+	enum op op;
+	int threshold; /* 0: the default */
+};
+
 static struct tally_vec g_vec;
-static const enum op ops[3] = {OP_MOD, OP_INC, OP_SPREAD};
+static const struct update_case ops[5] = {
+	{OP_MOD, 0}, {OP_INC, 0}, {OP_SPREAD, 0},
+	{OP_MOD, TALLY_VEC_THRESHOLD_MAX}, {OP_INC, TALLY_VEC_THRESHOLD_MAX}};
 static const enum reader readers[4] = {RD_READ, RD_MONOTONIC, RD_EXACT, RD_FOLD};
 
 static int update_setup(struct cbench_state *s, void *arg)
 {
-	(void)s;
-	(void)arg;
-	return tally_vec_init(&g_vec, ITEMS, 0);
+	const struct update_case *c = (const struct update_case *)arg;
+	int r = tally_vec_init(&g_vec, ITEMS, c->threshold);
+	if (!r)
+		cbench_counter(s, "threshold", (double)tally_vec_threshold(&g_vec), 0);
+	return r;
 }
 
 static void update_teardown(struct cbench_state *s, void *arg)
@@ -54,7 +67,7 @@ static void update_teardown(struct cbench_state *s, void *arg)
 
 static void update_body(struct cbench_state *s, void *arg)
 {
-	enum op o = *(const enum op *)arg;
+	enum op o = ((const struct update_case *)arg)->op;
 	uint64_t n, i;
 	unsigned item = 0;
 	while (cbench_batch(s, &n))
@@ -126,7 +139,7 @@ static struct cbench *writers_arg(struct cbench *b)
 	return cbench_arg(cbench_arg(cbench_arg_name(b, "writers"), 0), 1);
 }
 
-static void update(const char *name, const enum op *o)
+static void update(const char *name, const struct update_case *o)
 {
 	cbench_env_threads(
 		cbench_setup(cbench_register(name, update_body, (void *)o), update_setup,
@@ -138,6 +151,8 @@ CBENCH_INIT(register_vec)
 	update("vec_mod/tally", &ops[0]);
 	update("vec_inc/tally", &ops[1]);
 	update("vec_mod_spread16/tally", &ops[2]);
+	update("vec_mod/tally_nofold", &ops[3]);
+	update("vec_inc/tally_nofold", &ops[4]);
 	pcpu_ref_register();
 	writers_arg(cbench_register("vec_read/clamped", read_body, (void *)&readers[0]));
 	writers_arg(cbench_register("vec_read/monotonic", read_body, (void *)&readers[1]));
