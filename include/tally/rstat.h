@@ -539,6 +539,7 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 {
 	struct tally_tree *t;
 	uint64_t mag;
+	unsigned long gen;
 	unsigned s;
 #if TALLY__HAVE_RSEQ
 	int r;
@@ -567,7 +568,8 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	tally__rstat_barrier_update(t);
 	tally__rstat_mark_dirty(g, s);
 #endif
-	if (tally__likely(tally__rstat_count_settled(t, g, s)))
+	gen = tally__rstat_gen(t);
+	if (tally__likely(tally__rstat_count_settled(g, s, gen)))
 		return 0;
 	/* |delta| without overflow; capped at threshold + 1, which already
 	 * makes any group flushable (and at 2^38, so a slot's count, below
@@ -577,7 +579,7 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 		mag = t->tally__thr.threshold + 1;
 	if (mag > (1ull << 38))
 		mag = 1ull << 38;
-	tally__rstat_count(t, g, s, mag);
+	tally__rstat_count(t, g, s, mag, gen);
 	return 0;
 }
 

@@ -117,23 +117,27 @@ static inline void tally__rstat_mark_flushable(const struct tally_tree *t, struc
 /*
  * g is flushable: make its ancestors so too (tally__rstat_mark_flushable),
  * unless an update on slot s already found them all flushable at the
- * generation it saw. Only a flush lowers a count, and every flush bumps
- * the tree's generation before it takes any count and again (release)
- * once it has lowered them, so an update that loads (acquire) the
- * generation a walk was recorded at finds every ancestor still past its
- * threshold; one that loads a generation recorded mid-flush finds the
- * end's bump and walks again. Only an update racing with a flush it does
- * not see yet may skip a mark that the walk would have made; like any
- * update that finds g flushable (see tally__rstat_count()) it promises
- * nothing for g's ancestors, and the next update on s that finds g
- * flushable makes the mark. Saves the walk (a load per ancestor) on
- * almost every update of a busy group.
+ * generation gen (loaded before g's count: tally__rstat_gen()). Only a
+ * flush lowers a count, and every flush bumps the tree's generation
+ * before it takes any count and again (release) once it has lowered them,
+ * so an update that loads (acquire) the generation a walk was recorded at
+ * finds g and every ancestor still past their thresholds; one that loads
+ * a generation recorded mid-flush finds the end's bump and walks again.
+ * (Loaded after g's count instead, the generation could be a flush's end
+ * that lowered g's count below its threshold after the load saw it over:
+ * the record would then skip counting g's later updates until the next
+ * flush, and an update taking g past its threshold would go unseen.)
+ * Only an update racing with a flush it does not see yet may skip a mark
+ * that the walk would have made; like any update that finds g flushable
+ * (see tally__rstat_count()) it promises nothing for g's ancestors, and
+ * the next update on s that finds g flushable makes the mark. Saves the
+ * walk (a load per ancestor) on almost every update of a busy group.
  */
 TALLY__INLINE void tally__rstat_ancestors_flushable(const struct tally_tree *t,
-						    struct tally_group *g, unsigned s)
+						    struct tally_group *g, unsigned s,
+						    unsigned long gen)
 {
 	struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
-	unsigned long gen = __atomic_load_n(&t->tally__flush.gen, __ATOMIC_ACQUIRE);
 	if (tally__load(&c->anc_gen) == gen)
 		return;
 	tally__rstat_mark_flushable(t, g->tally__links.parent);
@@ -141,18 +145,28 @@ TALLY__INLINE void tally__rstat_ancestors_flushable(const struct tally_tree *t,
 }
 
 /*
- * Whether an update of g on slot s has nothing to count: an update on s
- * found g and every ancestor flushable at the tree's current flush
- * generation (anc_gen), and no flush has lowered a count since (each
- * bumps the generation), so tally__rstat_count() would stop at g and skip
- * the walk. The update path's common case once a group is busy: two loads
- * and a compare instead of the count and |delta| arithmetic.
+ * The tree's flush generation, for tally__rstat_count_settled() and
+ * tally__rstat_count(): loaded (acquire) before any count they load, so a
+ * count seen over the threshold was over it at this generation or a later
+ * one (a flush that lowers it bumps the generation after, with release).
  */
-TALLY__INLINE bool tally__rstat_count_settled(const struct tally_tree *t,
-					      const struct tally_group *g, unsigned s)
+TALLY__INLINE unsigned long tally__rstat_gen(const struct tally_tree *t)
 {
-	return tally__load(&tally__rstat_cpu(g, s)->anc_gen) ==
-	       __atomic_load_n(&t->tally__flush.gen, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&t->tally__flush.gen, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Whether an update of g on slot s has nothing to count: an update on s
+ * found g and every ancestor flushable at generation gen, the current one
+ * (anc_gen == gen), and no flush has lowered a count since (each bumps the
+ * generation), so tally__rstat_count() would stop at g and skip the walk.
+ * The update path's common case once a group is busy: two loads and a
+ * compare instead of the count and |delta| arithmetic.
+ */
+TALLY__INLINE bool tally__rstat_count_settled(const struct tally_group *g, unsigned s,
+					      unsigned long gen)
+{
+	return tally__load(&tally__rstat_cpu(g, s)->anc_gen) == gen;
 }
 
 /*
@@ -176,13 +190,13 @@ TALLY__INLINE bool tally__rstat_count_settled(const struct tally_tree *t,
  * update's dirty bits, like the counts.
  */
 TALLY__INLINE void tally__rstat_count(const struct tally_tree *t, struct tally_group *g, unsigned s,
-				      uint64_t mag)
+				      uint64_t mag, unsigned long gen)
 {
 	for (; g; g = g->tally__links.parent) {
 		struct tally__rstat_cpu *c;
 		uint64_t x, v, e;
 		if (tally__load(&g->tally__cnt.count) > t->tally__thr.threshold) {
-			tally__rstat_ancestors_flushable(t, g, s);
+			tally__rstat_ancestors_flushable(t, g, s, gen);
 			break;
 		}
 		c = tally__rstat_cpu(g, s);

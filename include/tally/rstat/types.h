@@ -34,8 +34,8 @@ struct tally_group;
  */
 struct tally__rstat_dirty {
 	uint64_t summary;
+	uint64_t own_summary; /* on the same line: a drain checks both at once */
 	uint64_t leaf[64];
-	uint64_t own_summary;
 	uint64_t own_leaf[64];
 };
 
