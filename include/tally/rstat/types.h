@@ -115,12 +115,11 @@ struct tally__rstat_clock {
 /* The optional flusher thread, under its own lock (not the flush lock). */
 struct tally__rstat_flusher {
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* wakes the thread, and waiters for its stop */
+	struct tally__os_cond cond; /* wakes the thread, and waiters for its stop */
 	pthread_t thread;
 	uint64_t period_ns;
-	int state;     /* TALLY__FLUSHER_IDLE, _RUNNING, _STOPPING */
-	int stop;      /* asks the thread to return */
-	int monotonic; /* cond waits on the monotonic clock */
+	int state; /* TALLY__FLUSHER_IDLE, _RUNNING, _STOPPING */
+	int stop;  /* asks the thread to return */
 };
 
 /* Deferred frees. */
