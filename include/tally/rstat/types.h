@@ -68,11 +68,14 @@ struct tally__rstat_cpu {
 
 /* ---- struct tally_tree: one sub-struct per concern (all private) -------- */
 
-/* The flush: its lock and the state it guards. */
+/* The flush: its lock and the state it guards. Every flush, create and
+ * destroy writes the lock's line; updates read the tree's head (item
+ * offsets, thresholds) and gen on every call, so padding keeps those on
+ * lines of their own (a line per flush, not per lock, moves to updaters). */
 struct tally__rstat_flushing {
+	char pad_head[TALLY_CACHELINE];
 	pthread_mutex_t lock; /* the flush lock: flushes, create, destroy, ids */
 	unsigned long nr_groups; /* live groups, the root included */
-	unsigned long gen; /* flushes so far; atomic stores, updaters load it */
 	/* 1 if updates of this tree rely on the flush's membarrier()
 	 * (compiler barrier only), 0 if they fence. Set at creation. */
 	int memb;
@@ -81,6 +84,9 @@ struct tally__rstat_flushing {
 	/* destroyed groups a drain found dirty, linked by handover_next */
 	struct tally_group *handover;
 	struct tally_group *taken;  /* groups whose counts this flush took */
+	char pad_gen[TALLY_CACHELINE];
+	unsigned long gen; /* flushes so far; atomic stores, updaters load it */
+	char pad_tail[TALLY_CACHELINE];
 };
 
 /* Group ids and the dirty bitmaps; under the flush lock. Updaters reach
