@@ -59,7 +59,7 @@ checks+=',-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling'
 # suppressed only if all three match, so a new one at another place shows.
 suppress=(
 	# An #include operand, <urcu/urcu-memb.h>: parentheses would break it.
-	'bugprone-macro-parentheses|tally/rstat.h|define TALLY_URCU_HEADER'
+	'bugprone-macro-parentheses|tally/config.h|define TALLY_URCU_HEADER'
 	# g is struct tally_group **: sizeof(*g) is the size of one element of
 	# an array of pointers, which is what realloc() must get.
 	'bugprone-sizeof-expression|tally/rstat/updated.h|realloc\(ids->group, cap \* sizeof\(\*g\)\)'

@@ -104,16 +104,18 @@
 
 /*
  * TALLY_RSTAT_MEMBARRIER: how tally_group_mod() orders its word add before
- * its "is the group queued?" check against a concurrent flush.
- *   0  a full fence in every update, paired with one in every drain pass
- *      (default: flushes stay cheap, which readers that flush need)
+ * its dirty-bit check against a concurrent flush, where the update cannot
+ * use its CPU's own half of the dirty record (that half, written with
+ * plain stores from an rseq section on x86_64, needs no barrier): a
+ * migrated update, the atomic path, other architectures.
+ *   0  a full fence in such updates, paired with one after every drain
+ *      pass (default: flushes stay cheap, which readers that flush need)
  *   1  asymmetric: where the kernel has
  *      membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), the update has only a
- *      compiler barrier and a flush that drained queued groups calls
- *      membarrier() once per drain pass; elsewhere, as 0. Updates get
- *      cheaper (14 -> 5.5 ns at depth 1 on a 2-vCPU VM), flushes dearer (a
- *      membarrier() cost 2.4-3.6 us there; memcg_stats' 6.8 read p50 rose
- *      from ~2 to ~3-6 us). For update-heavy trees that rarely flush.
+ *      compiler barrier and a flush whose drain cleared a shared-half bit
+ *      calls membarrier() (microseconds: an IPI to every CPU running a
+ *      thread of the process); elsewhere, as 0. For update-heavy trees
+ *      that rarely flush, on platforms without the owner's half.
  * Decided per tree when it is created; translation units may differ.
  */
 #ifndef TALLY_RSTAT_MEMBARRIER
@@ -123,6 +125,19 @@
 /* Fallback number of CPU slots when the OS cannot tell. */
 #ifndef TALLY_FALLBACK_NCPUS
 #  define TALLY_FALLBACK_NCPUS 64
+#endif
+
+/* ---- the liburcu flavor of rstat.h ------------------------------------
+ * TALLY_URCU_HEADER: the flavor header rstat.h includes (liburcu 0.13
+ * allows one flavor header per translation unit); TALLY_URCU_DEFAULT_FLAVOR:
+ * the flavor a tree uses when tally_tree_opts.flavor is NULL. Define both
+ * (e.g. <urcu/urcu-qsbr.h>, urcu_qsbr_flavor) and link that flavor.
+ */
+#ifndef TALLY_URCU_HEADER
+#  define TALLY_URCU_HEADER <urcu/urcu-memb.h>
+#endif
+#ifndef TALLY_URCU_DEFAULT_FLAVOR
+#  define TALLY_URCU_DEFAULT_FLAVOR urcu_memb_flavor
 #endif
 
 /* ---- tally_inflight (inflight.h) -------------------------------------

@@ -154,50 +154,10 @@
  * items of it before others). A flush serializes with create/destroy and
  * other flushes on the same tree.
  *
- * The argument. Per group, CPU slot and block of 4096 groups, the dirty
- * record has a leaf bit (the group) and a summary bit (its leaf word); an
- * update does
- *     word += d;  BARRIER_U;  if (!(leaf & bit)) leaf |= bit;
- *                             if (!(summ & sbit)) summ |= sbit;
- * and a drain (flush lock held) does
- *     x = xchg(summ, 0); for each bit of x: y = xchg(leaf, 0); link ...;
- *     BARRIER_F;  then the flush loads words.
- * All bit accesses are sequentially consistent, so they have one total
- * order S. Take U's leaf load and the first leaf xchg after it in S, X:
- * X reads the bit set (U set it, or read it set, and nothing cleared it in
- * between), and links the group. U's word add / BARRIER_U / leaf load and
- * X / BARRIER_F / word load are a store-buffering pair: since U's load
- * precedes X, the flush's word load reads U's add. It remains that X
- * happens, and no later than the drain of a flush that starts after U
- * returned. U's summary load comes after its leaf load in S. If a drain
- * cleared the summary in between, that drain's leaf xchg is X or after it,
- * done before the next flush takes the lock. Otherwise U leaves the
- * summary bit set by a write after the last summary clear before its leaf
- * load (it sets the bit itself, or reads it set); the next drain that
- * clears the summary, at the latest the later flush's, reads that bit and
- * goes on to the leaf: X. Neither step waits for another updater, so a
- * preempted or stopped one (between its leaf and its summary, say)
- * delays nobody: there is no claim to hold, and every step is idempotent.
- *
- * The barrier pair: two full fences, or, with TALLY_RSTAT_MEMBARRIER 1
- * where the kernel has private expedited membarrier(), a compiler barrier
- * in updates and membarrier() in flushes that cleared a bit of a shared
- * half (the urcu-memb scheme); a tree picks one at creation and keeps it
- * (tally/rstat/updated.h).
- *
- * The owner's half (x86_64 with rseq, tally__rstat_rseq_mod()): no
- * barrier in the update. Each slot's record has a second summary and leaf
- * words that only a thread running on the slot's CPU writes, inside a
- * restartable section, so two such writers never interleave; a drain's
- * exchange between a writer's load and store only gets bits set again
- * (spurious, harmless). The update stores the bits every time, after its
- * word add, and x86 keeps a thread's stores in order: a drain exchange
- * (a full barrier) that reads the bit reads the add after it; one that
- * comes before the bit's store leaves the bit set for the next drain.
- * That is message passing, not store buffering: the update never acts on
- * a load that may pass its own add (skipping the stores when both bits
- * are already set would: tests/formal/bitmap.pml -DOWNER_SKIP fails,
- * -DOWNER passes).
+ * Why this holds, for the shared half of the dirty bitmaps (its barrier
+ * pair) and for the owner's half (x86_64 with rseq, no barrier): the
+ * argument at the top of tally/rstat/updated.h, checked by the SPIN
+ * models in tests/formal/bitmap.pml.
  *
  * Destroy: under the flush lock, destroy flushes g into its parent's
  * pending, marks it dead and unlinks it. A destroyed group is never
@@ -222,15 +182,7 @@
 #  include <sys/syscall.h>
 #endif
 
-/* The liburcu flavor header this file includes, and the flavor a tree uses
- * when tally_tree_opts.flavor is NULL. One flavor header per translation
- * unit (a liburcu 0.13 limit). */
-#ifndef TALLY_URCU_HEADER
-#  define TALLY_URCU_HEADER <urcu/urcu-memb.h>
-#endif
-#ifndef TALLY_URCU_DEFAULT_FLAVOR
-#  define TALLY_URCU_DEFAULT_FLAVOR urcu_memb_flavor
-#endif
+/* The liburcu flavor (TALLY_URCU_HEADER, config.h). */
 #include TALLY_URCU_HEADER
 
 #if TALLY__TSAN

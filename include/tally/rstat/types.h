@@ -28,7 +28,7 @@ struct tally_group;
  *                          by a thread running on this slot's CPU, with
  *                          plain stores in a restartable section, after
  *                          its word add (tally__rstat_rseq_mod())
- * Drains exchange both halves to 0. See Memory ordering in rstat.h.
+ * Drains exchange both halves to 0. See the argument at the top of rstat/updated.h.
  * Records are rounded up to TALLY_CACHELINE: no two slots share a line.
  * Private.
  */

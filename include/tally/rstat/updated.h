@@ -20,8 +20,54 @@
  *                    and BARRIER_F in flushes (tally__rstat_barrier_drained()
  *                    after a drain pass, tally__rstat_barrier_flush() before
  *                    a word load): full fences, or a compiler barrier and
- *                    membarrier(). Why they suffice: rstat.h, Memory
- *                    ordering.
+ *                    membarrier(). Why they suffice: below.
+ *
+ * ---- Why a flush that starts after an update returned reflects it -----
+ * The argument. Per group, CPU slot and block of 4096 groups, the dirty
+ * record has a leaf bit (the group) and a summary bit (its leaf word); an
+ * update does
+ *     word += d;  BARRIER_U;  if (!(leaf & bit)) leaf |= bit;
+ *                             if (!(summ & sbit)) summ |= sbit;
+ * and a drain (flush lock held) does
+ *     x = xchg(summ, 0); for each bit of x: y = xchg(leaf, 0); link ...;
+ *     BARRIER_F;  then the flush loads words.
+ * All bit accesses are sequentially consistent, so they have one total
+ * order S. Take U's leaf load and the first leaf xchg after it in S, X:
+ * X reads the bit set (U set it, or read it set, and nothing cleared it in
+ * between), and links the group. U's word add / BARRIER_U / leaf load and
+ * X / BARRIER_F / word load are a store-buffering pair: since U's load
+ * precedes X, the flush's word load reads U's add. It remains that X
+ * happens, and no later than the drain of a flush that starts after U
+ * returned. U's summary load comes after its leaf load in S. If a drain
+ * cleared the summary in between, that drain's leaf xchg is X or after it,
+ * done before the next flush takes the lock. Otherwise U leaves the
+ * summary bit set by a write after the last summary clear before its leaf
+ * load (it sets the bit itself, or reads it set); the next drain that
+ * clears the summary, at the latest the later flush's, reads that bit and
+ * goes on to the leaf: X. Neither step waits for another updater, so a
+ * preempted or stopped one (between its leaf and its summary, say)
+ * delays nobody: there is no claim to hold, and every step is idempotent.
+ *
+ * The barrier pair: two full fences, or, with TALLY_RSTAT_MEMBARRIER 1
+ * where the kernel has private expedited membarrier(), a compiler barrier
+ * in updates and membarrier() in flushes that cleared a bit of a shared
+ * half (the urcu-memb scheme); a tree picks one at creation and keeps it
+ * (tally/rstat/updated.h).
+ *
+ * The owner's half (x86_64 with rseq, tally__rstat_rseq_mod()): no
+ * barrier in the update. Each slot's record has a second summary and leaf
+ * words that only a thread running on the slot's CPU writes, inside a
+ * restartable section, so two such writers never interleave; a drain's
+ * exchange between a writer's load and store only gets bits set again
+ * (spurious, harmless). The update stores the bits every time, after its
+ * word add, and x86 keeps a thread's stores in order: a drain exchange
+ * (a full barrier) that reads the bit reads the add after it; one that
+ * comes before the bit's store leaves the bit set for the next drain.
+ * That is message passing, not store buffering: the update never acts on
+ * a load that may pass its own add (skipping the stores when both bits
+ * are already set would: tests/formal/bitmap.pml -DOWNER_SKIP fails,
+ * -DOWNER passes).
+ *
  */
 #ifndef TALLY_RSTAT_UPDATED_H
 #define TALLY_RSTAT_UPDATED_H
@@ -299,7 +345,7 @@ TALLY__INLINE void tally__rstat_barrier_flush(struct tally_tree *t)
 
 /*
  * Set g's leaf and summary bits on slot s, each only if clear: wait-free,
- * idempotent, no claim (see Memory ordering in rstat.h). Sequentially
+ * idempotent, no claim (see the argument at the top of this file). Sequentially
  * consistent loads and ORs: the argument needs one total order of every
  * bit access (an acquire/release pair is not enough). After BARRIER_U.
  */
@@ -350,7 +396,7 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
  * stores its bits every time, never "already set: skip", so it never
  * relies on a load passing its own word store (the store-buffering pair
  * the fenced protocol pays its fence for). The argument and its SPIN
- * model (tests/formal/bitmap.pml, -DOWNER): rstat.h, Memory ordering.
+ * model (tests/formal/bitmap.pml, -DOWNER): the argument at the top of this file.
  */
 TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off, tally_uword d,
 					unsigned *slot)
@@ -540,7 +586,7 @@ static inline struct tally_group *tally__rstat_reverse(struct tally_group *x, un
 /*
  * Move every dirty group of one half of block b's record of slot s into
  * the slot's updated tree: clear the summary, then each leaf word it names
- * (summary first: see Memory ordering), and link each live group whose bit
+ * (summary first: see the argument at the top of this file), and link each live group whose bit
  * was set; a destroyed group goes on the flush's hand-over list, a free id
  * is skipped. Returns whether it cleared any bit.
  */
