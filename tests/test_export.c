@@ -264,6 +264,13 @@ Test(export, bad_names_rejected_with_message)
 		cr_expect(strstr(tally_export_error(&E), "metric name") != NULL, "'%s': %s", bad[i],
 			  tally_export_error(&E));
 	}
+	/* The message quotes the name byte for byte, whatever the signedness
+	 * of char on the target (UTF-8 kept, control characters as '?'). */
+	cr_expect_eq(tally_export_add_counter(&E, "caf\xc3\xa9", "h", &c, 0), -EINVAL);
+	cr_expect(strstr(tally_export_error(&E), "'caf\xc3\xa9'") != NULL, "%s",
+		  tally_export_error(&E));
+	cr_expect_eq(tally_export_add_counter(&E, "a\tb", "h", &c, 0), -EINVAL);
+	cr_expect(strstr(tally_export_error(&E), "'a?b'") != NULL, "%s", tally_export_error(&E));
 	cr_expect_eq(tally_export_add_counter(&E, NULL, "h", &c, 0), -EINVAL);
 	cr_expect_str_eq(tally_export_error(&E), "metric name is NULL");
 	cr_expect_eq(tally_export_add_counter(&E, "latency_ms", "h", &c, 0), -EINVAL);

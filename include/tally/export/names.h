@@ -23,7 +23,11 @@ static inline int tally__export_fail(struct tally_export *e, int err, const char
 			size_t n = 0;
 			/* Quote at most 60 bytes of the offending string. */
 			for (; *q && o < end && n < 60; q++, n++) {
-				if (*q >= 0x20 && *q != 0x7f)
+				/* As unsigned char: the same on every target
+				 * whatever the signedness of char (bytes of
+				 * UTF-8 pass, control characters do not). */
+				unsigned char ch = (unsigned char)*q;
+				if (ch >= 0x20 && ch != 0x7f)
 					*o++ = *q;
 				else
 					*o++ = '?'; /* a control character */
