@@ -80,6 +80,7 @@
 #include <tally/monotonic.h>
 #include <tally/counter.h>
 #include <tally/vec.h>
+#include <tally/utf8.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -261,7 +261,7 @@ static inline int tally__export_tree_visit(struct tally_group *c, void *arg)
 	if (!name)
 		return 0;
 	n = strlen(name);
-	if (!n || memchr(name, '/', n) || !tally__export_utf8_ok(name, n)) {
+	if (!n || memchr(name, '/', n) || !tally__utf8_ok(name, n)) {
 		const char *pp = w->s->labels + w->s->label_at[w->parent];
 		w->err = tally__export_fail(
 			w->e, -EINVAL,

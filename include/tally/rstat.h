@@ -175,6 +175,7 @@
 
 #include <tally/monotonic.h>
 #include <tally/pcpu.h>
+#include <tally/utf8.h>
 
 #include <pthread.h>
 #include <time.h>

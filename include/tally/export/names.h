@@ -55,47 +55,6 @@ static inline int tally__export_fail(struct tally_export *e, int err, const char
 	return err;
 }
 
-/*
- * tally__export_utf8_ok - s[0..n) is valid UTF-8 (no overlong forms, no
- * surrogates, nothing past U+10FFFF) and has no NUL.
- */
-static inline bool tally__export_utf8_ok(const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s, *end = p + n;
-	while (p < end) {
-		unsigned c = *p, need, cp, i;
-		if (c == 0)
-			return false;
-		if (c < 0x80) {
-			p++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			need = 1;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			need = 2;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			need = 3;
-			cp = c & 0x07;
-		} else {
-			return false;
-		}
-		if ((size_t)(end - p) <= need)
-			return false;
-		for (i = 1; i <= need; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i] & 0x3f);
-		}
-		if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		p += need + 1;
-	}
-	return true;
-}
 
 /* Is w[0..n) one of the NULL-ended words? */
 static inline bool tally__export_word_in(const char *w, size_t n, const char *const *list)
@@ -209,7 +168,7 @@ static inline int tally__export_check_help(struct tally_export *e, const char *n
 	if (n > TALLY_EXPORT_HELP_MAX)
 		return tally__export_fail(e, -EINVAL, "help text of '%s' is longer than %u bytes",
 					  name, TALLY_EXPORT_HELP_MAX);
-	if (!tally__export_utf8_ok(help, n))
+	if (!tally__utf8_ok(help, n))
 		return tally__export_fail(e, -EINVAL, "help text of '%s' is not valid UTF-8", name,
 					  0);
 	return 0;

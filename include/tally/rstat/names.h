@@ -19,41 +19,6 @@
 /* Longest group name, in bytes. */
 #define TALLY_GROUP_NAME_MAX 255
 
-/* Is s[0..n) valid UTF-8 without NUL (no overlong forms, no surrogates,
- * nothing past U+10FFFF)? */
-static inline bool tally__rstat_utf8(const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s, *end = p + n;
-	while (p < end) {
-		unsigned c = *p, need, cp, i;
-		if (c < 0x80) {
-			if (!c)
-				return false;
-			p++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			need = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			need = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			need = 3, cp = c & 0x07;
-		else
-			return false;
-		if ((size_t)(end - p) <= need)
-			return false;
-		for (i = 1; i <= need; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i] & 0x3f);
-		}
-		if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		p += need + 1;
-	}
-	return true;
-}
 
 /* Free a tree's item names (tally_tree_destroy()). */
 static inline void tally__rstat_names_free(struct tally_tree *t)
@@ -150,7 +115,7 @@ static inline int tally_group_set_name(struct tally_group *g, const char *name)
 		return -EINVAL;
 	len = strlen(name);
 	if (!len || len > TALLY_GROUP_NAME_MAX || memchr(name, '/', len) ||
-	    !tally__rstat_utf8(name, len) || tally__load(&g->tally__dead))
+	    !tally__utf8_ok(name, len) || tally__load(&g->tally__dead))
 		return -EINVAL;
 	if (__atomic_load_n(&g->tally__name.p, __ATOMIC_ACQUIRE))
 		return -EBUSY;
