@@ -192,13 +192,16 @@ TALLY__INLINE void tally__cpu_relax(void)
  */
 
 /*
- * tally__nr_cpu_slots - number of per-CPU slots: every possible CPU id,
- * whether online or not, so a CPU coming online later has a slot
- * (tally__os_possible_cpus()); TALLY_FALLBACK_NCPUS when the OS cannot
- * tell.
+ * tally__nr_cpu_slots - number of per-CPU slots: TALLY_CPU_SLOTS when set,
+ * else every possible CPU id, whether online or not, so a CPU coming
+ * online later has a slot (tally__os_possible_cpus());
+ * TALLY_FALLBACK_NCPUS when the OS cannot tell.
  */
 static inline unsigned tally__nr_cpu_slots(void)
 {
+#if TALLY_CPU_SLOTS
+	return TALLY_CPU_SLOTS;
+#else
 	static unsigned cached;
 	unsigned n = tally__load(&cached);
 	if (tally__likely(n))
@@ -208,22 +211,54 @@ static inline unsigned tally__nr_cpu_slots(void)
 		n = TALLY_FALLBACK_NCPUS;
 	tally__store(&cached, n);
 	return n;
+#endif
+}
+
+/**
+ * tally_cpu_slots - how many CPU slots tally sizes its per-CPU structures
+ * for: TALLY_CPU_SLOTS when the build sets it, else every CPU id this
+ * machine may ever use (online or not). Error bounds and memory scale with
+ * it: a counter's bound is 2 * batch * (tally_cpu_slots() + 1), the extra
+ * slot being the shared one (tally_counter_error_bound()). Always >= 1.
+ * Any thread; wait-free after the first call (which may read sysfs).
+ */
+static inline unsigned tally_cpu_slots(void)
+{
+	return tally__nr_cpu_slots();
+}
+
+/* This thread's slot number plus one; 0 until it first asks. */
+static inline unsigned *tally__thread_slot_var(void)
+{
+	static __thread unsigned slot_plus_one;
+	return &slot_plus_one;
 }
 
 /*
- * tally__thread_slot - a stable per-thread slot number for platforms with
- * no way to ask for the current CPU. Threads are spread round-robin.
+ * tally__thread_slot - a stable per-thread slot number, for platforms with
+ * no way to ask for the current CPU and for TALLY_PCPU_MODE 3. Threads are
+ * numbered round-robin from 0 in the order they first ask.
  */
 static inline unsigned tally__thread_slot(void)
 {
-	static __thread unsigned slot_plus_one;
 	static unsigned next;
-	unsigned s = slot_plus_one;
+	unsigned *v = tally__thread_slot_var();
+	unsigned s = *v;
 	if (tally__unlikely(!s)) {
 		s = tally__fetch_add(&next, 1u) + 1u;
-		slot_plus_one = s;
+		*v = s;
 	}
 	return s - 1u;
+}
+
+/*
+ * tally__thread_slot_set - give this thread slot number s from now on (for
+ * tests with TALLY_PCPU_MODE 3 that want a thread on a chosen slot; taken
+ * modulo the slot count where it is used).
+ */
+static inline void tally__thread_slot_set(unsigned s)
+{
+	*tally__thread_slot_var() = s + 1u;
 }
 
 #ifdef __cplusplus

@@ -56,9 +56,36 @@
  *   1  always the relaxed atomic RMW on the current CPU's slot
  *   2  rseq only where available, as 0, but a build that lacks rseq support
  *      is a compile error (for tests that must exercise the rseq path)
+ *   3  thread slots: every thread is its own slot (numbered round-robin
+ *      from 0 in the order threads first update, modulo the slot count),
+ *      updated with relaxed atomic RMWs. With TALLY_CPU_SLOTS = N and N
+ *      threads, the threads act as N distinct CPUs: how tests exercise
+ *      many-CPU behaviour (a 256-slot counter, vector or tree) exactly on a
+ *      small machine, under ThreadSanitizer too. Not for production: a
+ *      thread keeps its slot wherever it runs.
  */
 #ifndef TALLY_PCPU_MODE
 #  define TALLY_PCPU_MODE 0
+#endif
+#if TALLY_PCPU_MODE < 0 || TALLY_PCPU_MODE > 3
+#  error "TALLY_PCPU_MODE must be 0, 1, 2 or 3"
+#endif
+
+/*
+ * TALLY_CPU_SLOTS: how many CPU slots every per-CPU structure is sized
+ * for (tally_cpu_slots() tells at run time).
+ *   0  every CPU id the machine may ever use, online or not (default)
+ *   N  N slots whatever the machine has (1..65536): for tests and for
+ *      projections of memory and error bounds at other CPU counts. Sums
+ *      stay exact with any N: an update from a CPU numbered N or more goes
+ *      to a slot it shares (an atomic RMW), never to a missing one.
+ * Every translation unit of a program must agree on it.
+ */
+#ifndef TALLY_CPU_SLOTS
+#  define TALLY_CPU_SLOTS 0
+#endif
+#if TALLY_CPU_SLOTS < 0 || TALLY_CPU_SLOTS > 65536
+#  error "TALLY_CPU_SLOTS must be 0 (detect) or 1..65536"
 #endif
 
 /*

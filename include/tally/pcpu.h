@@ -71,11 +71,15 @@ TALLY__INLINE void *tally__pcpu_at(const struct tally__pcpu *p, unsigned s, size
 
 /*
  * tally__cpu - the CPU this thread ran on a moment ago: glibc's registered
- * rseq area (one load), else sched_getcpu(), else a per-thread slot. The
- * thread may migrate right after; callers use the value as a hint.
+ * rseq area (one load), else sched_getcpu(), else a per-thread slot (the
+ * only source with TALLY_PCPU_MODE 3). The thread may migrate right after;
+ * callers use the value as a hint.
  */
 TALLY__INLINE unsigned tally__cpu(void)
 {
+#if TALLY_PCPU_MODE == 3
+	return tally__thread_slot();
+#else
 	int cpu = tally__rseq_cpu();
 	if (tally__likely(cpu >= 0))
 		return (unsigned)cpu;
@@ -85,6 +89,7 @@ TALLY__INLINE unsigned tally__cpu(void)
 		return (unsigned)cpu;
 #endif
 	return tally__thread_slot();
+#endif
 }
 
 /*

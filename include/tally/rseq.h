@@ -28,13 +28,13 @@
 
 /*
  * TALLY__HAVE_RSEQ: the restartable add below is compiled in. x86_64 only
- * (not x32); elsewhere, and with TALLY_PCPU_MODE 1, updates use a relaxed
+ * (not x32); elsewhere, and with TALLY_PCPU_MODE 1 or 3, updates use a relaxed
  * atomic RMW on the current CPU's slot. (An aarch64 section would follow
  * the same plan; it is left out until it can be tested: qemu-user does not
  * implement rseq, so glibc leaves __rseq_size at 0 under it.)
  */
-#if TALLY_PCPU_MODE != 1 && TALLY__HAVE_RSEQ_AREA && defined(__x86_64__) &&                   \
-	!defined(__ILP32__) && TALLY_WORD_BITS <= 8 * __SIZEOF_POINTER__
+#if (TALLY_PCPU_MODE == 0 || TALLY_PCPU_MODE == 2) && TALLY__HAVE_RSEQ_AREA &&                       \
+	defined(__x86_64__) && !defined(__ILP32__) && TALLY_WORD_BITS <= 8 * __SIZEOF_POINTER__
 /* The commit is one store of the word: never where a word is wider than a
  * register (64-bit words on a 32-bit host take the atomic path). */
 #  define TALLY__HAVE_RSEQ 1
