@@ -210,6 +210,25 @@ extern "C" {
 #  define TALLY__RSTAT_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
 
+/*
+ * Test hooks (private): a test defines TALLY__TEST_HOOK(name, group)
+ * before including this header to run code at a named window of the
+ * protocol, so a test can force an interleaving instead of waiting for
+ * one; the flushing thread calls it under the flush lock (it may update,
+ * never flush). Windows: rstat_flush_drained (a flush's first drain is
+ * done, no count but g's taken yet), rstat_flush_walked (its second walk
+ * is done, the counts not yet settled). TALLY__RSTAT_RSEQ_HOOK is an
+ * assembler string placed between the word add and the dirty-bit section
+ * of the x86_64 rseq update (a test puts a trap there and migrates the
+ * thread in its handler). Both expand to nothing by default.
+ */
+#ifndef TALLY__TEST_HOOK
+#  define TALLY__TEST_HOOK(name, group) ((void)0)
+#endif
+#ifndef TALLY__RSTAT_RSEQ_HOOK
+#  define TALLY__RSTAT_RSEQ_HOOK ""
+#endif
+
 #define TALLY__RSTAT_INSIDE 1
 #include <tally/rstat/types.h>
 

@@ -156,6 +156,7 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 	 * second drain), and a flush of g must still clear it. */
 	tally__rstat_count_take(t, g);
 	tally__rstat_drain_all_settled(t);
+	TALLY__TEST_HOOK(rstat_flush_drained, g);
 	for (s = 0; s < n; s++) {
 		/* Parents first: take each count, and reverse the list as we go
 		 * (children first, for the visit). */
@@ -177,6 +178,7 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 		for (x = tally__rstat_reverse(tally__rstat_detach(g, s), s); x;
 		     x = tally__rstat_cpu(x, s)->flush_next)
 			tally__rstat_flush_one(t, x, s);
+	TALLY__TEST_HOOK(rstat_flush_walked, g);
 	tally__rstat_count_settle(t);
 	/* Again, now that the counts are lowered. Release: an update that
 	 * loads this generation (acquire) sees the lowered counts, and one

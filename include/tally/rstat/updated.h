@@ -435,6 +435,7 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		"add %" TALLY__RSTAT_WREG "[d], %" TALLY__RSTAT_WREG "[tmp]\n\t"
 		"mov %" TALLY__RSTAT_WREG "[tmp], (%[addr])\n\t" /* commit 1 */
 		"2:\n\t"
+		TALLY__RSTAT_RSEQ_HOOK /* tests only: see rstat.h */
 		/* section 2: the owner's dirty bits of slot cpu */
 		"10:\n\t"
 		"leaq 13b(%%rip), %q[tmp]\n\t"

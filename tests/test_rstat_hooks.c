@@ -1,0 +1,235 @@
+/*
+ * Unit tests for tally/rstat.h that force the interleavings its promises
+ * are about, through the header's test hooks (TALLY__TEST_HOOK and
+ * TALLY__RSTAT_RSEQ_HOOK, defined here before the include), instead of
+ * waiting for a schedule to produce them:
+ *   - an update that migrates between its word add and its dirty-bit
+ *     section (x86_64 with rseq): a trap between the two sections whose
+ *     handler moves the thread to another CPU; the update must then mark
+ *     its group in the shared half, and a flush must reflect it;
+ *   - an update counted after a flush's first drain, on a CPU slot that
+ *     drain had passed: only the flush's second drain and walk reflect it
+ *     before the settle clears its count;
+ *   - an update counted after a flush's second drain and walk, before its
+ *     settle, taking the group past its threshold: the settle must leave
+ *     the group flushable, so that tally_group_flush() shows the update.
+ * Each would pass without its part of the protocol only by luck; here it
+ * fails every time.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <string.h>
+
+struct tally_group;
+static void test_hook_rstat_flush_drained(struct tally_group *g);
+static void test_hook_rstat_flush_walked(struct tally_group *g);
+#define TALLY__TEST_HOOK(name, group) test_hook_##name(group)
+#if defined(__x86_64__)
+/* A trap between the rseq word add and the dirty-bit section. */
+#  define TALLY__RSTAT_RSEQ_HOOK "int3\n\t"
+#endif
+
+#include "test_rstat_model.h"
+
+#include <tally/rstat.h> /* also tells the build to link liburcu */
+
+/* ---- the hooks ------------------------------------------------------------ */
+
+/* What a hook does when armed (once; each hook disarms itself). */
+static struct {
+	struct tally_group *g; /* the group to update */
+	tally_sword d;         /* by this much */
+	int cpu;               /* from this CPU (rstat_flush_drained), then back */
+	int back;
+	int drained, walked;   /* armed */
+	int ran;               /* how many hooks ran armed */
+} hk;
+
+static void test_hook_rstat_flush_drained(struct tally_group *g)
+{
+	(void)g;
+	if (!hk.drained)
+		return;
+	hk.drained = 0;
+	/* Another CPU slot, whose drain is done: only the second drain sees
+	 * this update's bit; its count is taken with the group's. */
+	cr_assert_eq(harness_pin(hk.cpu), 0);
+	cr_assert_eq(tally_group_mod(hk.g, 0, hk.d), 0);
+	cr_assert_eq(harness_pin(hk.back), 0);
+	hk.ran++;
+}
+
+static void test_hook_rstat_flush_walked(struct tally_group *g)
+{
+	(void)g;
+	if (!hk.walked)
+		return;
+	hk.walked = 0;
+	/* After the last drain: this flush does not see the update. */
+	cr_assert_eq(tally_group_mod(hk.g, 0, hk.d), 0);
+	hk.ran++;
+}
+
+/* The trap between the rseq sections: when armed, move the thread to
+ * trap_cpu (sched_setaffinity() migrates the caller before it returns). */
+static volatile sig_atomic_t trap_armed, trap_moved;
+static int trap_cpu;
+
+static void on_trap(int sig)
+{
+	cpu_set_t set;
+	(void)sig;
+	if (!trap_armed)
+		return;
+	trap_armed = 0;
+	CPU_ZERO(&set);
+	CPU_SET(trap_cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) == 0 && sched_getcpu() == trap_cpu)
+		trap_moved = 1;
+}
+
+static void hooks_setup(void)
+{
+	struct sigaction sa;
+	rstat_setup();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_trap;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGTRAP, &sa, NULL), 0);
+	memset(&hk, 0, sizeof(hk));
+}
+
+TestSuite(rstat_hooks, .init = hooks_setup, .fini = rstat_teardown);
+
+/* Two CPUs the test may use, or skip. */
+static void two_cpus(int *a, int *b)
+{
+	int cpus[2];
+	if (harness_allowed_cpus(cpus, 2) < 2)
+		cr_skip_test("needs two CPUs");
+	*a = cpus[0];
+	*b = cpus[1];
+}
+
+/* ---- an update that migrates between its word add and its marking ---------- */
+
+/*
+ * The rseq update adds on CPU a's slot, traps, is moved to CPU b, and its
+ * dirty-bit section finds itself off a: the owner's half of a's record
+ * stays clear (the trap hit the window), and the update must mark g in
+ * the shared half of a's record instead. A forced flush then reflects it,
+ * in g and the root. Without that fallback marking the flush never visits
+ * g on a's slot: it reads 0.
+ */
+Test(rstat_hooks, update_migrated_between_add_and_marking_is_flushed)
+{
+	struct tally_tree *t;
+	struct tally_group *root, *g;
+	tally_sword sum = 0;
+	int a, b, k;
+#if !TALLY__HAVE_RSEQ
+	cr_skip_test("the rseq update is not compiled in (x86_64, TALLY_PCPU_MODE != 1)");
+#else
+	if (__rseq_size == 0)
+		cr_skip_test("rseq is not registered (valgrind, glibc.pthread.rseq=0)");
+#endif
+	two_cpus(&a, &b);
+	t = tally_tree_create(1);
+	root = tally_tree_root(t);
+	g = tally_group_create(root);
+	cr_assert_not_null(g);
+	for (k = 1; k <= 3; k++) {
+		unsigned s = (unsigned)a;
+		uint64_t *own = &tally__rstat_dirty_at(g->tally__dirty.block, g->tally__dirty.stride, s)
+					 ->own_leaf[(g->tally__dirty.id >> 6) & 63u];
+		cr_assert_eq(harness_pin(a), 0);
+		trap_cpu = b;
+		trap_moved = 0;
+		trap_armed = 1;
+		cr_assert_eq(tally_group_mod(g, 0, k), 0);
+		cr_assert(trap_moved, "round %d: the trap did not move the thread", k);
+		cr_assert_eq(sched_getcpu(), b);
+		cr_assert_lt(s, tally__pcpu_slots(&g->tally__pcpu) - 1u);
+		cr_assert_eq(__atomic_load_n(own, __ATOMIC_RELAXED) & g->tally__dirty.bit, 0,
+			     "round %d: the update marked the owner's half of its old CPU", k);
+		sum += k;
+		tally_group_flush_force(root);
+		cr_assert_eq(tally_group_read(g, 0), sum, "round %d: g reads %lld, updates %lld", k,
+			     (long long)tally_group_read(g, 0), (long long)sum);
+		cr_assert_eq(tally_group_read(root, 0), sum);
+	}
+	tally_tree_destroy(t);
+}
+
+/* ---- a flush's second drain and walk --------------------------------------------- */
+
+/*
+ * g's first update (CPU a) links g; during a forced root flush, after its
+ * first drain, g is updated on CPU b by threshold + 1 (below it before,
+ * past it after). The flush takes that count with g's (g is linked on
+ * a), so only its second drain (of b's slot) and walk can reflect the
+ * update before the settle clears the count. tally_group_flush(g)
+ * afterwards must show both updates.
+ */
+Test(rstat_hooks, update_after_the_first_drain_is_flushed_by_the_second)
+{
+	struct tally_tree *t = tally_tree_create(1);
+	struct tally_group *root = tally_tree_root(t), *g = tally_group_create(root);
+	tally_sword big = (tally_sword)tally_tree_flush_threshold(t) + 1;
+	int a, b;
+	two_cpus(&a, &b);
+	cr_assert_eq(harness_pin(a), 0);
+	cr_assert_eq(tally_group_mod(g, 0, 1), 0);
+	cr_assert(!tally_group_needs_flush(g));
+	hk.g = g;
+	hk.d = big;
+	hk.cpu = b;
+	hk.back = a;
+	hk.drained = 1;
+	tally_group_flush_force(root);
+	cr_assert_eq(hk.ran, 1);
+	tally_group_flush(g);
+	cr_assert_eq(tally_group_read(g, 0), 1 + big, "g reads %lld, updates %lld",
+		     (long long)tally_group_read(g, 0), (long long)(1 + big));
+	tally_group_flush(root);
+	cr_assert_eq(tally_group_read(root, 0), 1 + big);
+	tally_tree_destroy(t);
+}
+
+/* ---- a crossing update between a flush's last drain and its settle ---------------- */
+
+/*
+ * g holds a count of one batch (below its threshold) when a forced root
+ * flush takes it; after the flush's second walk, before its settle, an
+ * update of one threshold takes g past (batch + threshold). The flush
+ * does not see that update's bit; subtracting only what it took would
+ * leave g at the threshold, not past it, and tally_group_flush(g) would
+ * do nothing. The settle must leave g flushable: the thresholded flush
+ * then shows the update, and so does the root's (marked flushable by the
+ * update).
+ */
+Test(rstat_hooks, crossing_update_before_a_flush_settles_keeps_the_group_flushable)
+{
+	struct tally_tree *t = tally_tree_create(1);
+	struct tally_group *root = tally_tree_root(t), *g = tally_group_create(root);
+	tally_sword batch = 64, thr = (tally_sword)tally_tree_flush_threshold(t);
+	cr_assert_geq(harness_pin_here(), 0);
+	cr_assert_geq(thr, batch);
+	cr_assert_eq(tally_group_mod(g, 0, batch), 0); /* one batch: into g's count */
+	cr_assert(!tally_group_needs_flush(g));
+	hk.g = g;
+	hk.d = thr;
+	hk.walked = 1;
+	tally_group_flush_force(root);
+	cr_assert_eq(hk.ran, 1);
+	cr_assert_eq(tally_group_read(g, 0), batch); /* the flush missed the update */
+	cr_assert(tally_group_needs_flush(g), "the settle left g below its threshold");
+	tally_group_flush(g);
+	cr_assert_eq(tally_group_read(g, 0), batch + thr, "g reads %lld, updates %lld",
+		     (long long)tally_group_read(g, 0), (long long)(batch + thr));
+	cr_assert(!tally_group_needs_flush(g));
+	cr_assert(tally_group_needs_flush(root));
+	tally_group_flush(root);
+	cr_assert_eq(tally_group_read(root, 0), batch + thr);
+	tally_tree_destroy(t);
+}
