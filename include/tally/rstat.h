@@ -69,11 +69,16 @@
  * Ahmed, 2023): tally_group_flush(g) flushes only when needs_flush(g):
  * g's count, the sum of |delta| of updates in its subtree since its last
  * flush, moved into it in per-CPU batches (64), exceeds batch * ncpus
- * (online CPUs when the tree was created). If an update by this thread
- * finds g below its threshold and takes it past, tally_group_flush(g)
- * afterwards returns with that update and every earlier one of this
- * thread reflected, whether it flushed or another flush got there first.
- * See tally/rstat/threshold.h.
+ * (online CPUs when the tree was created); a flush lowers it by what it
+ * took at its start, but leaves it past the threshold (at threshold + 1)
+ * when updates counted while it ran took g past it (they may have come
+ * after its last drain). If an update by this thread finds g below its
+ * threshold and takes it past, tally_group_flush(g) afterwards returns
+ * with that update and every earlier one of this thread reflected,
+ * whether it flushed or another flush (forced, periodic or thresholded,
+ * running at the same time included) got there first. See
+ * tally/rstat/threshold.h; the argument is at the top of
+ * tally/rstat/updated.h.
  *
  * ---- RCU: which threads must do what (default flavor: urcu-memb) -------
  * Groups are freed through liburcu: tally_group_destroy() flushes the

@@ -16,16 +16,22 @@
  * was created). A flush zeroes both counts of every group it visits: the
  * per-slot ones on every slot (a new count epoch), and the atomic by
  * subtracting what it held when the flush began (tally__rstat_count_take()),
- * once the flush is done (tally__rstat_count_settle()). So whoever finds a
- * count lowered finds the flushed values published, and a count the flush
- * takes belongs to updates it reflects (the kernel zeroes during the
- * flush, and can zero the count of an update it missed or has not
- * published yet). Hence: if an update by this thread finds g below its
- * threshold and takes it past (it is counted in g, or marks g flushable),
- * tally_group_flush(g) afterwards returns with that update and every
- * earlier one of this thread reflected, whether it flushed or another
- * flush got there first. (An update that finds g already flushable is
- * not counted in g; only a forced flush is sure to show it.)
+ * once the flush is done (tally__rstat_count_settle()); where updates
+ * counted meanwhile took the group past its threshold, the settle leaves
+ * it past (re-armed: they may have come after the flush's last drain).
+ * So whoever finds a count lowered finds the flushed values published, a
+ * count the flush takes belongs to updates it reflects, and one added
+ * during the flush that crossed the threshold keeps the group flushable
+ * (the kernel zeroes during the flush, and can zero the count of an
+ * update it missed or has not published yet). The argument: "Why
+ * tally_group_flush(g) reflects an update that took g past its
+ * threshold" at the top of tally/rstat/updated.h. Hence: if an update by
+ * this thread finds g below its threshold and takes it past (it is
+ * counted in g, or marks g flushable), tally_group_flush(g) afterwards
+ * returns with that update and every earlier one of this thread
+ * reflected, whether it flushed or another flush got there first. (An
+ * update that finds g already flushable is not counted in g; only a
+ * forced flush is sure to show it.)
  */
 #ifndef TALLY_RSTAT_THRESHOLD_H
 #define TALLY_RSTAT_THRESHOLD_H
@@ -60,6 +66,19 @@ TALLY__INLINE bool tally__rstat_count_over(const struct tally_group *g)
 }
 
 /*
+ * Make g and all its ancestors flushable: loads only for those that are
+ * already, an add of threshold + 1 for any that is not. See
+ * tally__rstat_count().
+ */
+static inline void tally__rstat_mark_flushable(const struct tally_tree *t, struct tally_group *g)
+{
+	for (; g; g = g->tally__links.parent)
+		if (tally__unlikely(tally__load(&g->tally__cnt.count) <= t->tally__thr.threshold))
+			__atomic_add_fetch(&g->tally__cnt.count, t->tally__thr.threshold + 1,
+					   __ATOMIC_RELEASE);
+}
+
+/*
  * Take group x's count: once per flush, before any word of the flush is
  * read, parents before children (the flush walk calls it on its
  * parents-first lists). Acquire: pairs with the release adds in
@@ -82,36 +101,57 @@ static inline void tally__rstat_count_take(struct tally_tree *t, struct tally_gr
 }
 
 /*
- * The end of a flush: subtract each group's taken count from its count
- * (children before parents: the list is in reverse order of taking), and
- * restart its per-slot counts with a new epoch: O(1) for every slot (the
- * kernel zeroes only the CPU it flushes, leaving a child remainders its
- * parent lost). Release: pairs with the acquire in tally__rstat_count_over().
+ * Lower x's count by what the flush took, in one atomic step, unless
+ * updates counted since the take have taken x past its threshold: then
+ * leave it past (at threshold + 1 if subtracting all it took would not),
+ * and return 1 (re-armed). Such an update may have set its dirty bit
+ * after the flush's last drain, so the flush may not reflect it, and its
+ * thread's next tally_group_flush(x) must flush (the argument: "Why
+ * tally_group_flush(g) reflects an update that took g past its
+ * threshold" at the top of tally/rstat/updated.h). Only flushes lower a
+ * count, under the flush lock, so the CAS loop races only with adds.
+ * Release: pairs with the acquire in tally__rstat_count_over().
+ */
+static inline int tally__rstat_count_lower(const struct tally_tree *t,
+					   struct tally__rstat_gcount *c)
+{
+	uint64_t thr = t->tally__thr.threshold, old = tally__load(&c->count), sub;
+	int rearm;
+	do {
+		/* old > thr >= old - taken: some of it came after the take */
+		rearm = old != c->taken && old > thr && old - c->taken <= thr;
+		sub = rearm ? old - (thr + 1) : c->taken;
+	} while (!__atomic_compare_exchange_n(&c->count, &old, old - sub, 0, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+	return rearm;
+}
+
+/*
+ * The end of a flush: lower each group's count by what the flush took
+ * (tally__rstat_count_lower(); children before parents: the list is in
+ * reverse order of taking), and restart its per-slot counts with a new
+ * epoch: O(1) for every slot (the kernel zeroes only the CPU it flushes,
+ * leaving a child remainders its parent lost). A group left flushable
+ * (re-armed) then makes its ancestors flushable, once every count is
+ * settled (an ancestor settled after it could otherwise drop below its
+ * threshold): "a flushable group's ancestors are flushable" holds again.
  * Flush lock held.
  */
 static inline void tally__rstat_count_settle(struct tally_tree *t)
 {
-	struct tally_group *x = t->tally__flush.taken;
+	struct tally_group *x = t->tally__flush.taken, *next, *rearmed = NULL;
 	t->tally__flush.taken = NULL;
-	for (; x; x = x->tally__cnt.taken_next) {
+	for (; x; x = next) {
 		struct tally__rstat_gcount *c = &x->tally__cnt;
+		next = c->taken_next;
 		tally__store(&c->epoch, (c->epoch + 1u) & TALLY__RSTAT_EPOCH_MASK);
-		if (c->taken)
-			__atomic_sub_fetch(&c->count, c->taken, __ATOMIC_RELEASE);
+		if (c->taken && tally__unlikely(tally__rstat_count_lower(t, c))) {
+			c->taken_next = rearmed;
+			rearmed = x;
+		}
 	}
-}
-
-/*
- * Make g and all its ancestors flushable: loads only for those that are
- * already, an add of threshold + 1 for any that is not. See
- * tally__rstat_count().
- */
-static inline void tally__rstat_mark_flushable(const struct tally_tree *t, struct tally_group *g)
-{
-	for (; g; g = g->tally__links.parent)
-		if (tally__unlikely(tally__load(&g->tally__cnt.count) <= t->tally__thr.threshold))
-			__atomic_add_fetch(&g->tally__cnt.count, t->tally__thr.threshold + 1,
-					   __ATOMIC_RELEASE);
+	for (x = rearmed; x; x = x->tally__cnt.taken_next)
+		tally__rstat_mark_flushable(t, x->tally__links.parent);
 }
 
 /*

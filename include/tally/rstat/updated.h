@@ -68,6 +68,43 @@
  * are already set would: tests/formal/bitmap.pml -DOWNER_SKIP fails,
  * -DOWNER passes).
  *
+ * ---- Why tally_group_flush(g) reflects an update that took g past its
+ * ---- threshold
+ * An update U does, in order: word add, its dirty bits (above), then its
+ * count (tally/rstat/threshold.h: release adds of |delta| into g's count,
+ * stopping at a group already past its threshold). A flush F of a subtree
+ * holding g takes g's count (acquire) once, at its start for the flushed
+ * group and right after its first drain for the others, before any of
+ * its word loads; drains and walks twice; then settles: lowers the count
+ * by what it took. Say U finds g's count at or below the threshold and
+ * its add takes it past, and U's thread calls tally_group_flush(g) after
+ * U returned. Three cases, by where U's count add falls against F:
+ *   - before F's take: the take reads it (acquire), so U's bits, set
+ *     before its count (release), are seen by F's drains after the take
+ *     (the second one, at the latest, for a group taken after the first):
+ *     F reflects U, and U's thread, finding g lowered by F's settle,
+ *     finds F's values published (the settle's release, the needs_flush
+ *     acquire), or finds g flushable and flushes itself;
+ *   - after F's settle: F is not involved; g stays past its threshold
+ *     until a later flush, which starts after U's bits were set and so
+ *     reflects U, or is the flush U's thread makes;
+ *   - between F's take and its settle: U's bits may come after F's last
+ *     drain, so F may miss U. The count F settles then holds U's add on
+ *     top of what F took, so it is past the threshold; subtracting only
+ *     what F took can bring it back to or below it (100 taken of a 128
+ *     threshold, U adds 100: 200 - 100). So the settle re-arms: when the
+ *     count is past the threshold and subtracting what F took would not
+ *     leave it past, it leaves threshold + 1 instead, in one atomic step
+ *     (only flushes lower counts, under the flush lock; updates only add).
+ *     g stays flushable, so U's thread's tally_group_flush(g) flushes,
+ *     after F (the flush lock), and reflects U (a flush that starts after
+ *     U returned). The settle then makes a re-armed group's ancestors
+ *     flushable too, once all counts are settled.
+ * A re-arm costs at most one extra flush, made by whoever next flushes
+ * g on its threshold, for counts that crossed during a flush. SPIN model:
+ * tests/formal/threshold.pml (-DOLD, the plain subtraction, fails);
+ * tests: test_rstat_hooks.c (an update at this window, forced) and
+ * stress_rstat_threshold.c.
  */
 #ifndef TALLY_RSTAT_UPDATED_H
 #define TALLY_RSTAT_UPDATED_H
