@@ -323,6 +323,71 @@ Test(rstat, bad_input)
 	tally_tree_destroy(t);
 }
 
+/* ---- depth ----------------------------------------------------------------------- */
+
+/*
+ * A chain as deep as a tree allows (the root, then TALLY_RSTAT_DEPTH_MAX
+ * groups), asked for 200,000 deep: creation stops at the bound with
+ * E2BIG and changes nothing; one update per group of the chain is cheap
+ * (each walks at most the bound's worth of ancestors; unbounded, 20,000
+ * deep took 3.7 s); values are exact at every depth; a group at the
+ * bound still crosses thresholds up to the root; a destroyed deepest
+ * group makes room for another.
+ */
+Test(rstat, depth_bound_refuses_deeper_groups)
+{
+	const long want = 200000;
+	struct tally_tree *t = tally_tree_create(1);
+	struct tally_group *root = tally_tree_root(t), *g = root, *deepest, *x;
+	struct tally_group **chain =
+		(struct tally_group **)calloc(TALLY_RSTAT_DEPTH_MAX + 1u, sizeof(*chain));
+	long n = 0, k;
+	int e = 0;
+	double t0;
+	cr_assert_not_null(chain);
+	while (n < want) {
+		errno = 0;
+		x = tally_group_create(g);
+		if (!x) {
+			e = errno;
+			break;
+		}
+		chain[n++] = g = x;
+	}
+	cr_assert_eq(n, TALLY_RSTAT_DEPTH_MAX, "chain of %ld, bound %u", n, TALLY_RSTAT_DEPTH_MAX);
+	cr_assert_eq(e, E2BIG);
+	cr_assert_eq(tally_tree_nr_groups(t), TALLY_RSTAT_DEPTH_MAX + 1ul);
+	deepest = chain[n - 1];
+	t0 = harness_now();
+	for (k = 0; k < n; k++)
+		cr_assert_eq(tally_group_mod(chain[k], 0, 1), 0);
+	printf("depth %ld: one update per group in %.3f ms\n", n, (harness_now() - t0) * 1e3);
+	tally_group_flush_force(root);
+	cr_assert_eq(tally_group_read(root, 0), n);
+	for (k = 0; k < n; k++) {
+		cr_assert_eq(tally_group_read(chain[k], 0), n - k, "depth %ld", k + 1);
+		cr_assert_eq(tally_group_read_local(chain[k], 0), 1);
+	}
+	/* The deepest group's updates still reach the root's threshold. */
+	cr_assert(!tally_group_needs_flush(root));
+	cr_assert_eq(tally_group_mod(deepest, 0, (tally_sword)tally_tree_flush_threshold(t) + 1), 0);
+	cr_assert(tally_group_needs_flush(root));
+	tally_group_flush(root);
+	cr_assert_eq(U(tally_group_read(root, 0)), U(n) + tally_tree_flush_threshold(t) + 1u);
+	/* Still refused, and nothing changed; room again after a destroy. */
+	errno = 0;
+	cr_assert_null(tally_group_create(deepest));
+	cr_assert_eq(errno, E2BIG);
+	cr_assert_eq(tally_tree_nr_groups(t), TALLY_RSTAT_DEPTH_MAX + 1ul);
+	cr_assert_eq(tally_group_destroy(deepest), 0);
+	x = tally_group_create(chain[n - 2]);
+	cr_assert_not_null(x);
+	cr_assert_null(tally_group_create(x));
+	cr_assert_eq(errno, E2BIG);
+	free(chain);
+	tally_tree_destroy(t);
+}
+
 /* ---- memory ---------------------------------------------------------------------- */
 
 Test(rstat, group_bytes_about_two_words_per_item_and_cpu)

@@ -204,6 +204,15 @@ extern "C" {
 #define TALLY_RSTAT_BATCH_MAX (1u << 20)
 /* Largest period: 2^62 ns (146 years), so 2 periods never overflow. */
 #define TALLY_RSTAT_PERIOD_MAX (1ull << 62)
+/**
+ * Deepest group a tree holds: the root is at depth 0, a group one below
+ * its parent; tally_group_create() refuses a group deeper than this with
+ * errno E2BIG. An update counts toward the thresholds of its group and
+ * its ancestors (memcg_rstat_updated()), so it touches at most
+ * TALLY_RSTAT_DEPTH_MAX + 1 groups; unbounded, a chain of n groups with
+ * one update each costs O(n^2) (20,000 deep: 3.7 s).
+ */
+#define TALLY_RSTAT_DEPTH_MAX 1024u
 
 /* Every 64-bit field that is read or written atomically is 8-byte aligned,
  * also where the ABI aligns uint64_t to 4 (i386): a misaligned one could
@@ -428,8 +437,9 @@ static inline void tally_tree_read_unlock(struct tally_tree *t)
 
 /*
  * tally_group_create - a new group under parent, all items 0.
- * Returns it, or NULL with errno EINVAL (NULL parent, parent destroyed) or
- * ENOMEM. The child is visible to tally_group_for_each_child() at once.
+ * Returns it, or NULL with errno EINVAL (NULL parent, parent destroyed),
+ * E2BIG (parent at depth TALLY_RSTAT_DEPTH_MAX: the group would be
+ * deeper; nothing changed) or ENOMEM. The child is visible to tally_group_for_each_child() at once.
  * Blocking (the flush lock). Any thread; under a parent another thread may
  * destroy, call it inside tally_tree_read_lock().
  */

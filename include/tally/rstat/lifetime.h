@@ -49,6 +49,7 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	g->tally__tree = t;
 	g->tally__links.parent = parent;
 	g->tally__links.refs = 1;
+	g->tally__links.depth = parent ? parent->tally__links.depth + 1u : 0u;
 	g->tally__nr_items = (unsigned)n;
 	g->tally__state = (tally_uword *)(g + 1);
 	g->tally__local = g->tally__state + n;
@@ -176,6 +177,12 @@ static inline struct tally_group *tally__rstat_group_create(struct tally_group *
 	struct tally_tree *t;
 	struct tally_group *g, *first;
 	t = parent->tally__tree;
+	/* The depth bound (rstat.h): before anything is allocated. A
+	 * destroyed parent is refused with EINVAL below, whatever its depth. */
+	if (parent->tally__links.depth >= TALLY_RSTAT_DEPTH_MAX && !tally__load(&parent->tally__dead)) {
+		errno = E2BIG;
+		return NULL;
+	}
 	g = tally__group_alloc(t, parent);
 	if (!g) {
 		errno = ENOMEM;

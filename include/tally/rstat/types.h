@@ -156,6 +156,7 @@ struct tally__rstat_links {
 	struct tally_group *prev_sibling; /* for an O(1) unlink; not for walkers */
 	unsigned long nr_children; /* live children */
 	unsigned long refs; /* 1 until its deferred free, + children not freed */
+	unsigned depth; /* the root: 0; a child: its parent's + 1; set at creation */
 };
 
 /* The threshold count. */
