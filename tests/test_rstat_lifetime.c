@@ -195,8 +195,17 @@ Test(rstat_lifetime, for_each_child)
 	cr_assert_eq(tally_group_for_each_child(root, count_child, &n), 0);
 	cr_assert_eq(n, 4);
 	cr_assert_eq(tally_group_parent(kid[0]), root);
+	errno = 0;
 	cr_assert_null(tally_group_parent(root));
+	cr_assert_eq(errno, 0); /* the root's parent: not an error */
 	cr_assert_eq(tally_group_tree(kid[0]), t);
+	/* NULL: NULL and errno EINVAL, as every call that returns an object */
+	errno = 0;
+	cr_assert_null(tally_group_parent(NULL));
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_null(tally_group_tree(NULL));
+	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(tally_group_for_each_child(NULL, count_child, &n), -EINVAL);
 	cr_assert_eq(tally_group_for_each_child(root, NULL, &n), -EINVAL);
 	tally_tree_destroy(t);
@@ -273,6 +282,10 @@ Test(rstat_lifetime, mod_that_passed_its_check_before_destroy_reaches_the_parent
 #define RACE_SLOTS 4
 
 struct race {
+	/* The tree, for the updaters' read-side sections: never reached
+	 * through a slot's group, which the main thread may destroy and free
+	 * before the section starts. */
+	struct tally_tree *tree;
 	struct tally_group *slot[RACE_SLOTS];
 	int stop;
 };
@@ -291,7 +304,7 @@ static void *race_mod_main(void *p)
 	urcu_memb_register_thread();
 	while (!__atomic_load_n(&a->r->stop, __ATOMIC_ACQUIRE)) {
 		int k;
-		tally_tree_read_lock(tally_group_tree(a->r->slot[0]));
+		tally_tree_read_lock(a->r->tree);
 		for (k = 0; k < 64; k++) {
 			struct tally_group *g = __atomic_load_n(
 				&a->r->slot[harness_range(&r, 0, RACE_SLOTS - 1)], __ATOMIC_ACQUIRE);
@@ -305,7 +318,7 @@ static void *race_mod_main(void *p)
 			else
 				abort();
 		}
-		tally_tree_read_unlock(tally_group_tree(a->r->slot[0]));
+		tally_tree_read_unlock(a->r->tree);
 	}
 	urcu_memb_unregister_thread();
 	return NULL;
@@ -323,6 +336,7 @@ Test(rstat_lifetime, updates_racing_with_destroy_reach_the_parent)
 	tally_uword want[2] = {0, 0};
 	int k;
 	memset(&r, 0, sizeof(r));
+	r.tree = t;
 	for (k = 0; k < RACE_SLOTS; k++)
 		r.slot[k] = tally_group_create(mid);
 	for (k = 0; k < 2; k++) {

@@ -86,7 +86,8 @@
  * grace period. A tree takes its flavor as a `const struct
  * rcu_flavor_struct *` (tally_tree_opts); the default is urcu-memb
  * (`urcu_memb_flavor`, from liburcu-memb: pkg-config liburcu-memb, which
- * the tally::tally CMake target links). With the default flavor:
+ * the tally::rstat CMake target and pkg-config's tally-rstat link;
+ * tally::tally and tally.pc do not). With the default flavor:
  *   - Threads that only update, flush or read groups they hold (their own,
  *     or ones no other thread can destroy meanwhile) need nothing: no
  *     registration, no RCU calls. The periodic flusher thread needs none.
@@ -142,13 +143,19 @@
  *   needs_flush
  *   flush, flush_force,           everything but            blocking (the
  *   flush_ratelimited,            tally_tree_destroy        tree's flush lock;
- *   flush_periodic                                          membarrier())
+ *   flush_periodic                                          membarrier() [1])
  *   group_create, group_destroy   everything but            blocking (the
  *                                 tally_tree_destroy        flush lock);
  *                                                           destroy defers free
  *   start_flusher, stop_flusher   everything but            blocking
  *                                 tally_tree_destroy
  *   tree_create, tree_destroy     nothing on that tree      blocking
+ * [1] only in trees created with TALLY_RSTAT_MEMBARRIER 1 (config.h) where
+ *     the kernel offers private expedited membarrier(); by default a flush
+ *     makes no system call but the lock's.
+ * Creating a group, as tally_group_create() says, checks its depth
+ * against TALLY_RSTAT_DEPTH_MAX; an update walks at most that many
+ * ancestors for the thresholds.
  *
  * ---- Memory ordering -----------------------------------------------------
  * A flush that starts after tally_group_mod() returned (happens-after it)
@@ -330,10 +337,11 @@ struct tally_tree_opts {
  * tally_tree_create_opts - a tree with only its root group, all items 0.
  * Returns the tree, or NULL with errno EINVAL (NULL opts, nr_items, batch
  * or period out of range) or ENOMEM. Records the creation time as the last
- * root flush. The first call in a process (per translation unit) asks the
- * kernel for membarrier() and registers the process for it (see Memory
- * ordering above); the tree keeps the answer. Blocking; touches no other
- * tree.
+ * root flush. With TALLY_RSTAT_MEMBARRIER 1 (config.h; default 0), the
+ * first call in a process (per translation unit) asks the kernel for
+ * membarrier() and registers the process for it (see Memory ordering
+ * above); the tree keeps the answer. With the default, no system call:
+ * updates and flushes pair full fences. Blocking; touches no other tree.
  */
 static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_opts *o)
 {
@@ -471,16 +479,26 @@ static inline int tally_group_destroy(struct tally_group *g)
 	return tally__rstat_group_destroy(g);
 }
 
-/* tally_group_parent - g's parent, NULL for the root (or NULL g). */
+/* tally_group_parent - g's parent; NULL for the root (errno untouched),
+ * NULL with errno EINVAL for a NULL g. Wait-free. */
 TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g)
 {
-	return g ? g->tally__links.parent : NULL;
+	if (tally__bad(!g)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return g->tally__links.parent;
 }
 
-/* tally_group_tree - the tree g belongs to (NULL for NULL). */
+/* tally_group_tree - the tree g belongs to; NULL with errno EINVAL for a
+ * NULL g. Wait-free. */
 TALLY__INLINE struct tally_tree *tally_group_tree(const struct tally_group *g)
 {
-	return g ? g->tally__tree : NULL;
+	if (tally__bad(!g)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return g->tally__tree;
 }
 
 /*
