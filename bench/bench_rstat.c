@@ -20,12 +20,17 @@
  *   group_mod/legacy           bench_rstat_base.cc
  *   pcpu_add/tally             the bare per-CPU add, the reference
  *                              (pcpu_ref.h)
+ *   counter_add/tally          tally_counter_add(c, 1) with batch 2^24
+ *                              (folds once per 16M adds per CPU): the
+ *                              cheapest update a user calls, the baseline
+ *                              for group_mod's ratio in the same run
  *
  * Every update benchmark checks the root's total after a final flush.
  */
 #define _GNU_SOURCE
 #include "cbench.h"
 
+#include <tally/counter.h>
 #include <tally/rstat.h>
 
 #include "pcpu_ref.h"
@@ -120,6 +125,36 @@ static struct cbench *depths(struct cbench *b)
 	return cbench_arg(cbench_arg(cbench_arg(cbench_arg_name(cbench_env_threads(b), "depth"), 1),
 				     4),
 			  8);
+}
+
+/* ---- the counter add, the baseline ------------------------------------------ */
+
+static struct tally_counter counter_ref;
+
+static int counter_setup(struct cbench_state *s, void *arg)
+{
+	(void)s;
+	(void)arg;
+	return tally_counter_init(&counter_ref, 0, (tally_sword)1 << 24);
+}
+
+static void counter_teardown(struct cbench_state *s, void *arg)
+{
+	uint64_t want = cbench_iterations(s) * UNROLL * (uint64_t)cbench_nthreads(s);
+	(void)arg;
+	cbench_check(s, (uint64_t)tally_counter_sum(&counter_ref) == want, "counter sum");
+	tally_counter_destroy(&counter_ref);
+}
+
+static void counter_body(struct cbench_state *s, void *arg)
+{
+	uint64_t n, i;
+	(void)arg;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++)
+				tally_counter_add(&counter_ref, 1);
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
 }
 
 /* ---- flush cost ------------------------------------------------------------ */
@@ -449,6 +484,8 @@ CBENCH_INIT(register_rstat)
 	depths(cbench_setup(cbench_register("group_mod_flushed/tally", mod_body, &mod_flushed),
 			    mod_setup, mod_teardown));
 	pcpu_ref_register();
+	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally", counter_body, NULL),
+					counter_setup, counter_teardown));
 	sizes(cbench_arg_name(cbench_register("flush/tally", flush_updated, NULL),
 			      "updated_groups"),
 	      updated, 4);
