@@ -1,0 +1,130 @@
+/*
+ * tally/hist/cut.h - the cut that snapshots and resets take (private;
+ * include <tally/hist.h>), and why it is exact.
+ *
+ * A record R adds, into the bank k it read as active: (1) its bucket's
+ * half, (1') a carry if that half wrapped, (2) its value to sum[k], (3) n
+ * to done[k], in that order (release RMWs off the rseq path; x86's store
+ * order on it). Each add is one committing store, so none is ever counted
+ * twice, and each of R's adds lands whole on some CPU slot.
+ *
+ * Reading bank k (tally__hist_read_bank): load every slot's done[k]
+ * (acquire), then every sum[k] (acquire), then every half of bank k and
+ * the carries. Let D be the records whose done add the first pass saw and
+ * B those whose half add the third pass saw. D is within B: a record's
+ * half (and carry) comes before its done add, which the acquire load saw.
+ * The counts read add up to |B| exactly, except that a record of B whose
+ * carry was not seen yet lowers them by 2^32 (such a record is not in D:
+ * the carry comes before its done) and a carry seen without its half
+ * raises them by 2^32. So if the counts add up to the done total,
+ * |B| - |D| = 2^32 (x - y) with x <= |B| - |D| the unseen carries: with
+ * fewer than 2^32 records in flight into the bank, x = y = 0 and B = D.
+ * The bank is then read exactly: every record in it wholly or not at all,
+ * its bucket, count and sum together (a sum add seen without its done
+ * belongs to a record of B, so not to an accepted read). Otherwise the
+ * read is retried.
+ *
+ * A bank that records keep landing in would rarely add up, so the cut
+ * (under the histogram's lock, one at a time) reads the idle bank, makes
+ * it the active one, and then reads the bank that was active: only
+ * records that read the old active bank before the switch still land
+ * there, so it adds up once they finish (the cut waits: a recorder
+ * preempted mid-record delays it). The cut is the sum of the two exact
+ * reads; each bank only grows, so later cuts contain earlier ones.
+ * tests/formal/hist.pml checks this with SPIN (and that reading the
+ * halves before the done counts, -DBAD_ORDER, is not exact).
+ */
+#ifndef TALLY_HIST_CUT_H
+#define TALLY_HIST_CUT_H
+
+#if !defined(TALLY__HIST_INSIDE)
+#  error "tally/hist/cut.h is private: include <tally/hist.h>"
+#endif
+
+/*
+ * Read bank k exactly into out[0..nr-1] (added to) and *sum (added to);
+ * tmp: nr words of scratch. Returns the number of retries. Lock held.
+ */
+static inline unsigned tally__hist_read_bank(const struct tally_hist *h, unsigned k,
+					     uint64_t *out, uint64_t *sum, uint64_t *tmp)
+{
+	const struct tally__pcpu *p = &h->tally__pcpu;
+	unsigned s, j, nr = h->tally__l.nr, slots = tally__pcpu_slots(p), tries = 0;
+	const uint64_t *carry = h->tally__carry + (size_t)k * nr;
+	for (;;) {
+		uint64_t done = 0, sm = 0, total = 0;
+		/* acquire: pairs with the record's release done add */
+		for (s = 0; s < slots; s++)
+			done += __atomic_load_n((const uint64_t *)tally__pcpu_at(
+							p, s, TALLY__HIST_DONE_OFF + 8u * k),
+						__ATOMIC_ACQUIRE);
+		/* acquire: pairs with the record's release sum add, so the
+		 * halves read below include those of the sums seen here */
+		for (s = 0; s < slots; s++)
+			sm += __atomic_load_n((const uint64_t *)tally__pcpu_at(
+						      p, s, TALLY__HIST_SUM_OFF + 8u * k),
+					      __ATOMIC_ACQUIRE);
+		memset(tmp, 0, (size_t)nr * sizeof(*tmp));
+		for (s = 0; s < slots; s++) {
+			const unsigned char *c = (const unsigned char *)tally__pcpu_at(p, s, 0);
+			for (j = 0; j < nr; j++)
+				tmp[j] += __atomic_load_n(
+					(const uint32_t *)(c + tally__hist_half_off(j, k)),
+					__ATOMIC_RELAXED);
+		}
+		for (j = 0; j < nr; j++) {
+			tmp[j] += __atomic_load_n(&carry[j], __ATOMIC_RELAXED);
+			total += tmp[j];
+		}
+		if (total == done) {
+			for (j = 0; j < nr; j++)
+				out[j] += tmp[j];
+			*sum += sm;
+			return tries;
+		}
+		/* records in flight into bank k: let them finish */
+		if (++tries % 64u)
+			tally__cpu_relax();
+		else
+			tally__os_yield();
+	}
+}
+
+/* The cut: every record so far, raw (since init), into out and *sum.
+ * Lock held. */
+static inline void tally__hist_cut(struct tally_hist *h, uint64_t *out, uint64_t *sum)
+{
+	unsigned k = tally__load(&h->tally__active); /* only lock holders store it */
+	memset(out, 0, (size_t)h->tally__l.nr * sizeof(*out));
+	*sum = 0;
+	tally__hist_read_bank(h, k ^ 1u, out, sum, h->tally__scratch);
+	/* Relaxed: the switch only steers new records away from bank k so
+	 * that its read adds up; exactness never depends on when they see it. */
+	tally__store(&h->tally__active, k ^ 1u);
+	tally__hist_read_bank(h, k, out, sum, h->tally__scratch);
+}
+
+TALLY__INLINE void tally__hist_lock(const struct tally_hist *h)
+{
+	pthread_mutex_lock(&((struct tally_hist *)h)->tally__lock);
+}
+
+TALLY__INLINE void tally__hist_unlock(const struct tally_hist *h)
+{
+	pthread_mutex_unlock(&((struct tally_hist *)h)->tally__lock);
+}
+
+/* The snapshot's derived parts: count and the group totals. */
+static inline void tally__hist_snap_finish(struct tally_hist_snap *s)
+{
+	unsigned j, g = s->tally__group_shift;
+	uint64_t count = 0;
+	memset(s->tally__groups, 0, (size_t)s->tally__nr_groups * sizeof(uint64_t));
+	for (j = 0; j < s->tally__l.nr; j++) {
+		count += s->counts[j];
+		s->tally__groups[j >> g] += s->counts[j];
+	}
+	s->count = count;
+}
+
+#endif /* TALLY_HIST_CUT_H */
