@@ -32,14 +32,14 @@
  * histogram_quantile() does): the error is the bucket's width.
  *
  * Memory: per CPU slot 8 bytes per bucket (a 32-bit count for each of two
- * banks) and 32 bytes, from tally__pcpu_alloc(); the default layout has
+ * banks) and 48 bytes, from tally__pcpu_alloc(); the default layout has
  * 4,563 buckets (36.5 KB per CPU slot); p = 10 over the same range,
  * HdrHistogram's 3 significant digits, has 33,422.
  *
  * Record: the bucket's count in the active bank, then the bank's sum and
- * done count: three adds to the current CPU's words (three restartable
- * sections with one CPU lookup on x86_64 with rseq; relaxed/release
- * atomic RMWs elsewhere). No shared line is written, except once every
+ * done count, on the current CPU's words: on x86_64 with rseq two
+ * restartable sections with one CPU lookup (the sum and done committed by
+ * one store); elsewhere three relaxed/release atomic RMWs. No shared line is written, except once every
  * 2^32 records of one bucket on one CPU (a carry). The count is derived
  * from the buckets (count == sum of counts in every snapshot), and the sum
  * is exact (modulo 2^64) and in the same cut: see tally/hist/cut.h for
@@ -49,7 +49,7 @@
  * contracts. The machinery sits beside it (each refuses to be included on
  * its own):
  *   tally/hist/layout.h   bucket math, the per-CPU words
- *   tally/hist/record.h   the record's three adds (rseq sections, atomics)
+ *   tally/hist/record.h   the record's adds (rseq sections, atomics)
  *   tally/hist/cut.h      the cut of snapshots and resets, and its proof
  */
 #ifndef TALLY_HIST_H
@@ -254,10 +254,10 @@ static inline void tally_hist_destroy(struct tally_hist *h)
  * Returns 0, or -EINVAL (NULL h, v < 0, n too large: nothing recorded).
  *
  * Any thread, concurrently with every call but init/destroy. Wait-free:
- * three adds to words of the current CPU's slot (x86_64 with rseq: three
+ * adds to words of the current CPU's slot (x86_64 with rseq: two
  * restartable sections, one CPU lookup; a restart repeats only the
  * section it interrupted, and each commits with one store, so nothing is
- * counted twice); no shared cache line is written except one atomic carry
+ * counted twice; elsewhere three atomic RMWs); no shared cache line is written except one atomic carry
  * per 2^32 observations of one bucket on one CPU slot. Orders nothing
  * around it (its adds are ordered among themselves for the cut). A
  * snapshot or reset taken meanwhile has the call wholly or not at all.

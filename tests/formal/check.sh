@@ -56,6 +56,7 @@ variants=(
 	"hist.pml|-DBAD_ORDER|fail|histogram cut reading halves before done: inexact"
 	"hist.pml|-DNO_CHECK|fail|histogram cut without the add-up check: inexact"
 	"hist.pml|-DBAD_RECORD|fail|histogram record adding done before sum: inexact"
+	"hist.pml|-DSPLIT_SLOTS|fail|histogram record with sum and done on two slots: inexact"
 	"fold.pml||fail|counter fold_all vs rseq add: slot left past batch"
 	"fold.pml|-DMIGRATED|fail|migrated adder's fold vs rseq add: past batch"
 	"fold.pml|-DBIG -DNA=3 -DNF=2 -DBOUND=3|fail|two races: the error grows"

@@ -10,8 +10,8 @@
  * step on a CPU slot SPIN chooses (0 or 1) for each add: a record may
  * migrate between its adds. The cutter takes two cuts one after the other
  * (the lock serialises cuts): read the idle bank, switch the active bank,
- * read the bank that was active. Reading a bank: every slot's done, then
- * every slot's sum, then every slot's halves (one load per step, records
+ * read the bank that was active. Reading a bank: slot by slot its done,
+ * then its sum; then every slot's halves (one load per step, records
  * interleaving anywhere), accepted when the halves add up to the done
  * total, else read again.
  * Sequentially consistent: the record's adds are ordered (release RMWs, or
@@ -28,6 +28,7 @@
  *   -DBAD_ORDER   the cut reads halves, sums, then done.   expected: FAIL
  *   -DNO_CHECK    the cut accepts its first read.          expected: FAIL
  *   -DBAD_RECORD  the record adds done before sum.         expected: FAIL
+ *   -DSPLIT_SLOTS a record's sum and done on two slots.    expected: FAIL
  */
 #ifndef NR
 #define NR 1
@@ -42,7 +43,7 @@ byte started, completed;
 
 proctype recorder()
 {
-	byte i, k, v;
+	byte i, k, v, s;
 	for (i : 1 .. NR) {
 		atomic {
 			started++; k = bank;
@@ -66,7 +67,7 @@ proctype recorder()
 		:: sum[k * 2 + 1] = sum[k * 2 + 1] + v
 		fi;
 		completed++
-#else
+#elif defined(SPLIT_SLOTS)
 		if
 		:: sum[k * 2] = sum[k * 2] + v
 		:: sum[k * 2 + 1] = sum[k * 2 + 1] + v
@@ -78,6 +79,14 @@ proctype recorder()
 			fi;
 			completed++
 		}
+#else
+		/* the sum and done of a record land on one slot */
+		if
+		:: s = 0
+		:: s = 1
+		fi;
+		sum[k * 2 + s] = sum[k * 2 + s] + v;
+		atomic { done[k * 2 + s]++; completed++ }
 #endif
 	}
 }
@@ -85,16 +94,13 @@ proctype recorder()
 byte c0, c1, sm; /* the cut being taken */
 byte d, x, y0, y1, kb;
 
-/* one load per step, slot by slot (the cut's loops over the CPU slots) */
-inline read_done(kk)
+/* one load per step, slot by slot (the cut's loop over the CPU slots):
+ * each slot's done, then its sum */
+inline read_records(kk)
 {
 	d = done[kk * 2];
-	d = d + done[kk * 2 + 1]
-}
-
-inline read_sums(kk)
-{
 	x = sum[kk * 2];
+	d = d + done[kk * 2 + 1];
 	x = x + sum[kk * 2 + 1]
 }
 
@@ -110,11 +116,9 @@ inline read_bank(kk)
 	:: 
 #ifdef BAD_ORDER
 		read_halves(kk);
-		read_sums(kk);
-		read_done(kk);
+		read_records(kk);
 #else
-		read_done(kk);
-		read_sums(kk);
+		read_records(kk);
 		read_halves(kk);
 #endif
 		if

@@ -3,26 +3,27 @@
  * include <tally/hist.h>), and why it is exact.
  *
  * A record R adds, into the bank k it read as active: (1) its bucket's
- * half, (1') a carry if that half wrapped, (2) its value to sum[k], (3) n
- * to done[k], in that order (release RMWs off the rseq path; x86's store
- * order on it). Each add is one committing store, so none is ever counted
- * twice, and each of R's adds lands whole on some CPU slot.
+ * half, (1') a carry if that half wrapped, (2) its value to the bank's
+ * sum and (3) n to its done count, (2) and (3) on one CPU slot, in that
+ * order (release RMWs off the rseq path, x86's store order on it, where
+ * (2) and (3) are one commit: hist/layout.h). Each step commits with one
+ * store, so nothing is counted twice; each lands whole on some slot.
  *
- * Reading bank k (tally__hist_read_bank): load every slot's done[k]
- * (acquire), then every sum[k] (acquire), then every half of bank k and
- * the carries. Let D be the records whose done add the first pass saw and
- * B those whose half add the third pass saw. D is within B: a record's
- * half (and carry) comes before its done add, which the acquire load saw.
- * The counts read add up to |B| exactly, except that a record of B whose
- * carry was not seen yet lowers them by 2^32 (such a record is not in D:
- * the carry comes before its done) and a carry seen without its half
- * raises them by 2^32. So if the counts add up to the done total,
- * |B| - |D| = 2^32 (x - y) with x <= |B| - |D| the unseen carries: with
- * fewer than 2^32 records in flight into the bank, x = y = 0 and B = D.
- * The bank is then read exactly: every record in it wholly or not at all,
- * its bucket, count and sum together (a sum add seen without its done
- * belongs to a record of B, so not to an accepted read). Otherwise the
- * read is retried.
+ * Reading bank k (tally__hist_read_bank): every slot's done and sum
+ * (done first, acquire; or the rseq format's consistent pair), then every
+ * half of bank k and the carries. Let D be the records whose done the
+ * first pass saw and B those whose half the second pass saw. D is within
+ * B: a record's half (and carry) comes before its done, which the acquire
+ * load saw. The halves and carries read add up to |B| exactly, except
+ * that a record of B whose carry was not seen yet lowers them by 2^32
+ * (such a record is not in D: the carry comes before its done) and a
+ * carry seen without its half raises them by 2^32. So if they add up to
+ * the done total, |B| - |D| = 2^32 (x - y) with x <= |B| - |D| the unseen
+ * carries: with fewer than 2^32 records in flight into the bank, x = y = 0
+ * and B = D. The bank is then read exactly: every record in it wholly or
+ * not at all, its bucket, count and sum together (a sum seen without its
+ * done, on the same slot and read after it, belongs to a record of B, so
+ * not to an accepted read). Otherwise the read is retried.
  *
  * A bank that records keep landing in would rarely add up, so the cut
  * (under the histogram's lock, one at a time) reads the idle bank, makes
@@ -31,8 +32,9 @@
  * there, so it adds up once they finish (the cut waits: a recorder
  * preempted mid-record delays it). The cut is the sum of the two exact
  * reads; each bank only grows, so later cuts contain earlier ones.
- * tests/formal/hist.pml checks this with SPIN (and that reading the
- * halves before the done counts, -DBAD_ORDER, is not exact).
+ * tests/formal/hist.pml checks this with SPIN, and that it fails with the
+ * halves read before done, without the add-up check, with done added
+ * before the sum, or with a record's sum and done on two slots.
  */
 #ifndef TALLY_HIST_CUT_H
 #define TALLY_HIST_CUT_H
@@ -40,6 +42,38 @@
 #if !defined(TALLY__HIST_INSIDE)
 #  error "tally/hist/cut.h is private: include <tally/hist.h>"
 #endif
+
+/* Add slot s's bank-k record to *done and *sum: both of one instant. */
+TALLY__INLINE void tally__hist_read_record(const struct tally__pcpu *p, unsigned s, unsigned k,
+					   uint64_t *done, uint64_t *sum)
+{
+	const uint64_t *r =
+		(const uint64_t *)tally__pcpu_at(p, s, (size_t)TALLY__HIST_BANK_BYTES * k);
+#if TALLY__HAVE_RSEQ
+	if (s < p->nr && tally__rseq_registered()) {
+		/* The rseq format: sum[d & 1] belongs to done d. A record
+		 * writes only the other sum before it commits a new done, so
+		 * if done still reads d after the sum, the sum was d's. */
+		for (;;) {
+			/* acquire, acquire: pair with the section's store
+			 * order (x86: stores stay in order) */
+			uint64_t d = __atomic_load_n(&r[0], __ATOMIC_ACQUIRE);
+			uint64_t sm = __atomic_load_n(&r[1 + (d & 1u)], __ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&r[0], __ATOMIC_RELAXED) == d) {
+				*done += d >> 1;
+				*sum += sm;
+				return;
+			}
+		}
+	}
+#endif
+	/* acquire: pairs with the record's release add of done, so the sum
+	 * and halves read after it include that record's */
+	*done += __atomic_load_n(&r[0], __ATOMIC_ACQUIRE);
+	/* acquire: pairs with the record's release add of the sum, so the
+	 * halves read after it include the records of the sums seen */
+	*sum += __atomic_load_n(&r[1], __ATOMIC_ACQUIRE);
+}
 
 /*
  * Read bank k exactly into out[0..nr-1] (added to) and *sum (added to);
@@ -53,17 +87,8 @@ static inline unsigned tally__hist_read_bank(const struct tally_hist *h, unsigne
 	const uint64_t *carry = h->tally__carry + (size_t)k * nr;
 	for (;;) {
 		uint64_t done = 0, sm = 0, total = 0;
-		/* acquire: pairs with the record's release done add */
 		for (s = 0; s < slots; s++)
-			done += __atomic_load_n((const uint64_t *)tally__pcpu_at(
-							p, s, TALLY__HIST_DONE_OFF + 8u * k),
-						__ATOMIC_ACQUIRE);
-		/* acquire: pairs with the record's release sum add, so the
-		 * halves read below include those of the sums seen here */
-		for (s = 0; s < slots; s++)
-			sm += __atomic_load_n((const uint64_t *)tally__pcpu_at(
-						      p, s, TALLY__HIST_SUM_OFF + 8u * k),
-					      __ATOMIC_ACQUIRE);
+			tally__hist_read_record(p, s, k, &done, &sm);
 		memset(tmp, 0, (size_t)nr * sizeof(*tmp));
 		for (s = 0; s < slots; s++) {
 			const unsigned char *c = (const unsigned char *)tally__pcpu_at(p, s, 0);
@@ -76,7 +101,8 @@ static inline unsigned tally__hist_read_bank(const struct tally_hist *h, unsigne
 			tmp[j] += __atomic_load_n(&carry[j], __ATOMIC_RELAXED);
 			total += tmp[j];
 		}
-		if (total == done) {
+		/* Modulo 2^63: the rseq format's done holds 2 x observations. */
+		if (((total - done) << 1) == 0) {
 			for (j = 0; j < nr; j++)
 				out[j] += tmp[j];
 			*sum += sm;

@@ -17,13 +17,22 @@
  * b[j-2] < v <= b[j-1] (position 1: v <= b[0]); nothing is ever below.
  *
  * A CPU slot's chunk (tally__pcpu), byte offsets:
- *   0   done[0], done[1]   u64: records finished into bank 0 / 1
- *   16  sum[0],  sum[1]    u64: their values' sum, modulo 2^64
- *   32  per bucket position j, at 32 + 8 j: two u32 halves, bank 0's
+ *   0   bank 0's record: done, sum[0], sum[1]   (u64 each)
+ *   24  bank 1's record: done, sum[0], sum[1]
+ *   48  per bucket position j, at 48 + 8 j: two u32 halves, bank 0's
  *       count then bank 1's (8 bytes per bucket per CPU slot)
+ * A bank's record has two formats. On a CPU slot written by rseq sections
+ * (x86_64, rseq registered, slot < nr), done is 2 x (observations) plus a
+ * parity bit that flips at every record, and the bank's sum is
+ * sum[done & 1]: a record writes sum[parity ^ 1] = sum[parity] + v n
+ * (repeatable: an abort before the commit leaves done as it was) and then
+ * commits done + 2n with the parity flipped, one store for both. Elsewhere
+ * (the atomic path, the shared slot nr) done counts observations and
+ * sum[0] is the sum, each a plain atomic add. Either way a record's sum
+ * and done land on one slot.
  * A half that wraps (2^32 records into one bucket of one bank on one
  * slot) is carried into the histogram's carry[bank][j] (shared, u64) by
- * the record that wrapped it, before that record's done add.
+ * the record that wrapped it, before that record's done.
  */
 #ifndef TALLY_HIST_LAYOUT_H
 #define TALLY_HIST_LAYOUT_H
@@ -32,9 +41,9 @@
 #  error "tally/hist/layout.h is private: include <tally/hist.h>"
 #endif
 
-#define TALLY__HIST_DONE_OFF 0u
-#define TALLY__HIST_SUM_OFF 16u
-#define TALLY__HIST_BUCKETS_OFF 32u
+/* A bank's record (done, sum[0], sum[1]) at 24 k; the halves after both. */
+#define TALLY__HIST_BANK_BYTES 24u
+#define TALLY__HIST_BUCKETS_OFF 48u
 
 /* The log-linear index of v at precision p. */
 TALLY__INLINE uint64_t tally__hist_index(uint64_t v, unsigned p)

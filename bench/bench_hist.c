@@ -1,0 +1,252 @@
+/*
+ * bench/bench_hist.c - tally_hist, compiled as C: record at 1, 2 and 4
+ * threads (or TALLY_BENCH_THREADS) beside tally_counter_add in the same
+ * binary, a shared-atomic histogram and a mutex histogram (the same
+ * bucket math, one shared array), and the read side: a snapshot, and a
+ * p99 from a snapshot, at p = 7 (the default) and p = 10 (HdrHistogram's
+ * 3 significant digits) over 1 ns .. 1 h.
+ *
+ *   hist_record/counter_add       tally_counter_add(c, 1): the baseline
+ *   hist_record/tally             tally_hist_record(h, v)
+ *   hist_record/tally_one_value   the same, one value (one bucket: no cache misses)
+ *   hist_record/shared_atomic     buckets and sum in one shared array,
+ *                                 relaxed atomic adds (lock xadd)
+ *   hist_record/mutex             the same array under a pthread mutex
+ *   hist_read/snapshot/p:N        tally_hist_snapshot of a filled histogram
+ *   hist_read/p99/p:N             tally_hist_quantile(snap, 0.99)
+ *
+ * Values cycle through 1024 latencies drawn once from an exponential
+ * distribution (mean 50 us), so records spread over ~1,000 buckets as a
+ * server's do. Every record benchmark checks its totals to the last unit.
+ */
+#include "cbench.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <tally/counter.h>
+#include <tally/hist.h>
+
+#define UNROLL 8
+#define NVALS 1024
+
+static int64_t vals[NVALS];
+static uint64_t vals_sum;
+
+static void make_vals(void)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned i;
+	vals_sum = 0;
+	for (i = 0; i < NVALS; i++) {
+		double u;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+		vals[i] = 1 + (int64_t)(-log(u) * 50000.0);
+		vals_sum += (uint64_t)vals[i];
+	}
+}
+
+static uint64_t records(const struct cbench_state *s)
+{
+	return cbench_iterations(s) * UNROLL * (uint64_t)cbench_nthreads(s);
+}
+
+/* The sum every thread's records add up to (each cycles through vals). */
+static uint64_t expected_sum_of(const struct cbench_state *s, uint64_t mask)
+{
+	uint64_t per = cbench_iterations(s) * UNROLL, sum = 0, all = 0;
+	uint64_t i;
+	for (i = 0; i <= mask; i++)
+		all += (uint64_t)vals[i];
+	sum = per / (mask + 1) * all;
+	for (i = 0; i < per % (mask + 1); i++)
+		sum += (uint64_t)vals[i];
+	return sum * (uint64_t)cbench_nthreads(s);
+}
+
+static uint64_t expected_sum(const struct cbench_state *s)
+{
+	return expected_sum_of(s, NVALS - 1);
+}
+
+/* ---- the baseline: tally_counter_add -------------------------------------- */
+static struct tally_counter ctr;
+
+static int ctr_setup(struct cbench_state *s, void *arg)
+{
+	(void)s;
+	(void)arg;
+	return tally_counter_init(&ctr, 0, 0);
+}
+
+static void ctr_teardown(struct cbench_state *s, void *arg)
+{
+	(void)arg;
+	cbench_check(s, (uint64_t)tally_counter_sum(&ctr) == records(s), "counter not exact");
+	tally_counter_destroy(&ctr);
+}
+
+static void ctr_body(struct cbench_state *s, void *arg)
+{
+	uint64_t n, i;
+	(void)arg;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++)
+				tally_counter_add(&ctr, 1);
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
+/* ---- tally_hist_record ------------------------------------------------------ */
+static struct tally_hist hist;
+
+static int hist_setup(struct cbench_state *s, void *arg)
+{
+	(void)s;
+	(void)arg;
+	return tally_hist_init(&hist, NULL);
+}
+
+static void hist_teardown(struct cbench_state *s, void *arg)
+{
+	struct tally_hist_snap snap;
+	uint64_t mask = arg ? *(const uint64_t *)arg : NVALS - 1;
+	if (tally_hist_snap_init(&snap, &hist) == 0) {
+		tally_hist_snapshot(&hist, &snap);
+		cbench_check(s, snap.count == records(s) && snap.sum == expected_sum_of(s, mask),
+			     "hist not exact");
+		tally_hist_snap_destroy(&snap);
+	}
+	cbench_counter(s, "bytes_per_cpu", (double)hist.tally__pcpu.stride, 0);
+	tally_hist_destroy(&hist);
+}
+
+static void hist_body(struct cbench_state *s, void *arg)
+{
+	uint64_t n, i, k = 0;
+	/* arg: the values cycle through the first (mask + 1) of vals */
+	uint64_t mask = arg ? *(const uint64_t *)arg : NVALS - 1;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++)
+				tally_hist_record(&hist, vals[k++ & mask]);
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
+/* ---- shared baselines: one array, the same bucket math ---------------------- */
+struct shared_hist {
+	struct tally__hist_layout l;
+	uint64_t *counts; /* [nr], then the sum */
+	pthread_mutex_t lock;
+	int locked;
+};
+
+static struct shared_hist sh_atomic = {{0}, NULL, PTHREAD_MUTEX_INITIALIZER, 0};
+static struct shared_hist sh_mutex = {{0}, NULL, PTHREAD_MUTEX_INITIALIZER, 1};
+
+static int sh_setup(struct cbench_state *s, void *arg)
+{
+	struct shared_hist *h = (struct shared_hist *)arg;
+	(void)s;
+	if (tally__hist_opts_layout(NULL, &h->l))
+		return -1;
+	h->counts = (uint64_t *)calloc((size_t)h->l.nr + 1u, sizeof(uint64_t));
+	return h->counts ? 0 : -1;
+}
+
+static void sh_teardown(struct cbench_state *s, void *arg)
+{
+	struct shared_hist *h = (struct shared_hist *)arg;
+	uint64_t count = 0;
+	unsigned j;
+	for (j = 0; j < h->l.nr; j++)
+		count += h->counts[j];
+	cbench_check(s, count == records(s) && h->counts[h->l.nr] == expected_sum(s),
+		     "not exact");
+	free(h->counts);
+	h->counts = NULL;
+}
+
+static void sh_body(struct cbench_state *s, void *arg)
+{
+	struct shared_hist *h = (struct shared_hist *)arg;
+	uint64_t n, i, k = 0;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++) {
+				int64_t v = vals[k++ & (NVALS - 1)];
+				unsigned b = tally__hist_pos(&h->l, (uint64_t)v);
+				if (h->locked) {
+					pthread_mutex_lock(&h->lock);
+					h->counts[b]++;
+					h->counts[h->l.nr] += (uint64_t)v;
+					pthread_mutex_unlock(&h->lock);
+				} else {
+					__atomic_fetch_add(&h->counts[b], 1, __ATOMIC_RELAXED);
+					__atomic_fetch_add(&h->counts[h->l.nr], (uint64_t)v,
+							   __ATOMIC_RELAXED);
+				}
+			}
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
+/* ---- the read side ------------------------------------------------------------ */
+static void read_body(struct cbench_state *s, void *arg)
+{
+	long p = cbench_range(s, 0);
+	int quantile = arg != NULL;
+	struct tally_hist_opts o = {0, 0, (unsigned)p, NULL, 0};
+	struct tally_hist h;
+	struct tally_hist_snap snap;
+	uint64_t n, i;
+	if (tally_hist_init(&h, &o) || tally_hist_snap_init(&snap, &h)) {
+		cbench_skip(s, "init");
+		return;
+	}
+	for (i = 0; i < 100000; i++)
+		tally_hist_record(&h, vals[i & (NVALS - 1)] * (int64_t)(1 + i % 7));
+	tally_hist_snapshot(&h, &snap);
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++) {
+			if (quantile) {
+				double q = tally_hist_quantile(&snap, 0.99);
+				CBENCH_KEEP(q);
+			} else {
+				tally_hist_snapshot(&h, &snap);
+			}
+		}
+	cbench_check(s, snap.count == 100000, "snapshot not exact");
+	cbench_counter(s, "buckets", (double)snap.nr_buckets, 0);
+	cbench_items(s, (int64_t)cbench_iterations(s));
+	tally_hist_snap_destroy(&snap);
+	tally_hist_destroy(&h);
+}
+
+CBENCH_INIT(register_hist)
+{
+	static int q = 1;
+	make_vals();
+	cbench_env_threads(cbench_setup(cbench_register("hist_record/counter_add", ctr_body, NULL),
+					ctr_setup, ctr_teardown));
+	static uint64_t one = 0;
+	cbench_env_threads(cbench_setup(cbench_register("hist_record/tally", hist_body, NULL),
+					hist_setup, hist_teardown));
+	cbench_env_threads(cbench_setup(cbench_register("hist_record/tally_one_value", hist_body,
+							&one),
+					hist_setup, hist_teardown));
+	cbench_env_threads(cbench_setup(
+		cbench_register("hist_record/shared_atomic", sh_body, &sh_atomic), sh_setup,
+		sh_teardown));
+	cbench_env_threads(cbench_setup(cbench_register("hist_record/mutex", sh_body, &sh_mutex),
+					sh_setup, sh_teardown));
+	cbench_arg(cbench_arg(cbench_arg_name(cbench_register("hist_read/snapshot", read_body,
+							       NULL),
+					      "p"),
+			      7),
+		   10);
+	cbench_arg(cbench_arg(cbench_arg_name(cbench_register("hist_read/p99", read_body, &q), "p"),
+			      7),
+		   10);
+}
