@@ -197,6 +197,12 @@ static inline void tally__export_write(const struct tally_export *e, int fmt,
 	for (i = 0; i < e->tally__nr_families; i++) {
 		const struct tally__export_family *f = &e->tally__families[i];
 		const struct tally__export_source *s = &e->tally__sources[f->source];
+		if (s->write) {
+			if (fmt == TALLY_EXPORT_JSON && i)
+				tally__export_put(k, ",", 1);
+			s->write(k, fmt, f, s);
+			continue;
+		}
 		switch (fmt) {
 		case TALLY_EXPORT_PROMETHEUS:
 		case TALLY_EXPORT_OPENMETRICS:

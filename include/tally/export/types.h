@@ -11,6 +11,14 @@
 #endif
 
 struct tally_export;
+struct tally__export_family;
+
+/* Output that counts everything and copies only into a large enough
+ * buffer. */
+struct tally__export_sink {
+	char *buf;
+	size_t cap, len;
+};
 
 /* Widened state of one counter series. */
 struct tally__export_series {
@@ -36,6 +44,10 @@ struct tally__export_source {
 	size_t *label_at;       /* [nr_rows] offsets into labels */
 	int (*collect)(struct tally_export *e, struct tally__export_source *s);
 	void (*release)(struct tally__export_source *s);
+	/* A source whose families are not rows of values (a histogram)
+	 * writes them itself, in every format; NULL for the others. */
+	void (*write)(struct tally__export_sink *k, int fmt, const struct tally__export_family *f,
+		      const struct tally__export_source *s);
 	void *priv;
 };
 
@@ -49,11 +61,5 @@ struct tally__export_family {
 	unsigned char in_stat; /* rendered in TALLY_EXPORT_STAT */
 };
 
-/* Output that counts everything and copies only into a large enough
- * buffer. */
-struct tally__export_sink {
-	char *buf;
-	size_t cap, len;
-};
 
 #endif /* TALLY_EXPORT_TYPES_H */
