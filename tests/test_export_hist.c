@@ -84,9 +84,9 @@ Test(export_hist, log_linear_edges_scaled)
 	tally_hist_record(&h, 2000000); /* above */
 	expect(TALLY_EXPORT_PROMETHEUS, "# HELP latency_seconds Latency.\n"
 					"# TYPE latency_seconds histogram\n"
-					"latency_seconds_bucket{le=\"9.9e-08\"} 1\n"
-					"latency_seconds_bucket{le=\"2.99e-07\"} 1\n"
-					"latency_seconds_bucket{le=\"3.01e-07\"} 3\n"
+					"latency_seconds_bucket{le=\"0.000000099\"} 1\n"
+					"latency_seconds_bucket{le=\"0.000000299\"} 1\n"
+					"latency_seconds_bucket{le=\"0.000000301\"} 3\n"
 					"latency_seconds_bucket{le=\"0.001\"} 3\n"
 					"latency_seconds_bucket{le=\"+Inf\"} 4\n"
 					"latency_seconds_sum 0.002000651\n"

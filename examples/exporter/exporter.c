@@ -1,8 +1,9 @@
 /*
  * examples/exporter - a small workload whose statistics a Prometheus can
  * scrape: a tree of groups (tally_tree) and a vector (tally_vec) updated
- * by writer threads, and a counter, rendered by <tally/export_rstat.h> and
- * served over HTTP by libmicrohttpd on loopback.
+ * by writer threads, a counter, and a request latency histogram
+ * (tally_hist), rendered by <tally/export_rstat.h> and
+ * <tally/export_hist.h> and served over HTTP by libmicrohttpd on loopback.
  *
  *   exporter --listen 127.0.0.1:PORT --seconds S --quiesce-after Q
  *            [--writers N] [--conn-timeout T] [--expect-file PATH]
@@ -15,7 +16,9 @@
  * exact totals no longer change (it prints "quiesced" and, with
  * --expect-file, writes every counter sample's value as counted by the
  * writers themselves, independently of tally, in text 0.0.4 sample
- * syntax); it exits after S seconds. PORT 0 picks a free port (printed).
+ * syntax, and in PATH.p99 the latency histogram's tally_hist_quantile()
+ * at 0.99 and its relative error bound, in seconds); it exits after S
+ * seconds. PORT 0 picks a free port (printed).
  *
  * Bounds: loopback addresses only; at most 64 connections (16 per client
  * address); a connection idle for T seconds (default 5) is closed; a
@@ -27,6 +30,7 @@
 #define _GNU_SOURCE
 #include <tally/rstat.h>
 #include <tally/export_rstat.h>
+#include <tally/export_hist.h>
 
 #include <microhttpd.h>
 
@@ -74,6 +78,9 @@ static char group_names[NR_GROUPS][16];
 static int group_parent[NR_GROUPS];
 static struct tally_vec vec;
 static struct tally_counter batches;
+/* Request latency, ns: the request's measured update time plus a
+ * simulated service time (a base, the bytes at ~33 MB/s, and a tail). */
+static struct tally_hist latency;
 
 /* What each writer did, counted by itself (its own memory, no sharing):
  * the independent truth the Prometheus test compares against. */
@@ -102,6 +109,9 @@ static void *writer_main(void *arg)
 	unsigned long n = 0;
 	while (!__atomic_load_n(&stop_writers, __ATOMIC_ACQUIRE)) {
 		uint64_t r = rng(&w->seed);
+		struct timespec t0, t1;
+		int64_t ns;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		/* A leaf job, sometimes a service, gets a request. */
 		int g = 1 + NR_SVC + (int)(r % (NR_SVC * NR_JOB));
 		tally_sword bytes = (tally_sword)(16 + (r >> 8) % 16369); /* 16..16384 */
@@ -117,6 +127,12 @@ static void *writer_main(void *arg)
 			w->group_items[g][ERRORS]++;
 		}
 		tally_group_mod(groups[g], INFLIGHT, -1);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+		ns += 20000 + 30 * (int64_t)bytes;
+		if ((r >> 30) % 100 == 0)
+			ns += (int64_t)((r >> 33) % 50000000); /* 1%: up to 50 ms more */
+		tally_hist_record(&latency, ns);
 		tally_vec_inc(&vec, CMD_GET);
 		tally_vec_inc(&vec, (r >> 50) % 4 ? GET_HITS : GET_MISSES);
 		w->vec_items[CMD_GET]++;
@@ -141,6 +157,27 @@ static void group_path(int g, char *out, size_t size)
 		snprintf(out, size, "/%s", group_names[g]);
 	else
 		snprintf(out, size, "/%s/%s", group_names[group_parent[g]], group_names[g]);
+}
+
+/* PATH.p99: the latency histogram's p99 and its error bound, seconds. */
+static int write_p99(const char *path)
+{
+	struct tally_hist_snap s;
+	char name[4096];
+	FILE *f;
+	int err;
+	snprintf(name, sizeof(name), "%s.p99", path);
+	if ((err = tally_hist_snap_init(&s, &latency)) || (err = tally_hist_snapshot(&latency, &s)))
+		return err;
+	f = fopen(name, "w");
+	if (!f) {
+		tally_hist_snap_destroy(&s);
+		return -errno;
+	}
+	fprintf(f, "%.9g %.9g %llu\n", tally_hist_quantile(&s, 0.99) * 1e-9,
+		tally_hist_error(&latency), (unsigned long long)s.count);
+	tally_hist_snap_destroy(&s);
+	return fclose(f) ? -errno : 0;
 }
 
 /* Every counter sample's value from the writers' own counts. */
@@ -181,7 +218,9 @@ static int write_expected(const char *path)
 		if (vec_kinds[i] == TALLY_EXPORT_COUNTER)
 			fprintf(f, "cache_%s_total %llu\n", vec_names[i], (unsigned long long)vsum[i]);
 	fprintf(f, "writer_batches_total %llu\n", (unsigned long long)b);
-	return fclose(f) ? -errno : 0;
+	if (fclose(f))
+		return -errno;
+	return write_p99(path);
 }
 
 /* ---- rendering on one registered thread -------------------------------------- */
@@ -395,7 +434,8 @@ int main(int argc, char **argv)
 
 	/* The workload's objects, their names, and the exporter. */
 	tree = tally_tree_create(NR_ITEMS);
-	if (!tree || tally_vec_init(&vec, NR_VEC, 0) || tally_counter_init(&batches, 0, 0)) {
+	if (!tree || tally_vec_init(&vec, NR_VEC, 0) || tally_counter_init(&batches, 0, 0) ||
+	    tally_hist_init(&latency, NULL)) {
 		fprintf(stderr, "exporter: out of memory\n");
 		return 1;
 	}
@@ -429,6 +469,13 @@ int main(int argc, char **argv)
 		err = tally_export_add_counter(&exporter, "writer_batches",
 					       "Batches of 256 requests the writers finished.",
 					       &batches, TALLY_EXPORT_COUNTER);
+	if (!err) {
+		struct tally_export_hist_opts seconds_from_ns = {1e-9, 0};
+		err = tally_export_add_hist(&exporter, "demo_request_latency_seconds",
+					    "Request latency: the update time plus a simulated "
+					    "service time.",
+					    &latency, &seconds_from_ns);
+	}
 	if (err) {
 		fprintf(stderr, "exporter: %s\n", tally_export_error(&exporter));
 		return 1;
@@ -484,6 +531,7 @@ int main(int argc, char **argv)
 	tally_tree_destroy(tree);
 	tally_vec_destroy(&vec);
 	tally_counter_destroy(&batches);
+	tally_hist_destroy(&latency);
 	printf("exporter: done\n");
 	return 0;
 }

@@ -5,7 +5,8 @@
 # later scrape has landed, the HTTP API must say up == 1 and hold, for
 # every counter sample, exactly the value the writers counted themselves
 # (the exporter's --expect-file, independent of tally). Stops everything
-# it started. About 15 s.
+# it started; and that histogram_quantile(0.99) over the latency histogram
+# agrees with tally_hist_quantile within the bucket error. About 15 s.
 # Usage: test_prometheus.sh EXPORTER
 . "$(dirname "$0")/common.sh"
 need prometheus curl jq timeout
@@ -81,6 +82,18 @@ echo "ok: up == 1; all $n counter samples in Prometheus equal the exact counts"
 meta=$(curl -sf --max-time 2 "http://127.0.0.1:$pport/api/v1/metadata?metric=demo_requests" |
   jq -r '.data.demo_requests[0].type // "none"')
 [ "$meta" = counter ] || fail "Prometheus has no OpenMetrics counter family demo_requests ($meta)"
+# The latency histogram: Prometheus' histogram_quantile(0.99) over the
+# scraped buckets agrees with tally_hist_quantile(0.99) within the bucket
+# error (both answer a point of the bucket that holds the rank, whose width
+# is at most 2 x the stated error of its value).
+read -r want_p99 err n_lat <"$tmp/expected.p99"
+[ "${n_lat:-0}" -gt 1000 ] || fail "only ${n_lat:-0} latencies recorded"
+prom_p99=$(query 'histogram_quantile(0.99, demo_request_latency_seconds_bucket{job="tally"})' |
+  jq -r '.data.result[0].value[1] // "none"')
+awk -v a="$prom_p99" -v b="$want_p99" -v e="$err" 'BEGIN {
+  d = a - b; if (d < 0) d = -d; exit !(a != "none" && d <= 2 * e * b) }' ||
+  fail "histogram_quantile(0.99) = $prom_p99, tally_hist_quantile = $want_p99 (bound 2 x $err)"
+echo "ok: histogram_quantile(0.99) = $prom_p99 s, tally_hist_quantile(0.99) = $want_p99 s ($n_lat latencies)"
 samples=$(query 'scrape_samples_scraped{job="tally"}' | jq -r '.data.result[0].value[1]')
 [ "${samples:-0}" -gt 0 ] || fail "no samples scraped"
 echo "PASS: Prometheus scraped $samples OpenMetrics samples per scrape; counters exact after quiescing (${SECONDS} s)"

@@ -9,7 +9,7 @@
  *   TALLY_EXPORT_PROMETHEUS, TALLY_EXPORT_OPENMETRICS:
  *     # HELP x h
  *     # TYPE x histogram
- *     x_bucket{le="0.000512"} 3        cumulative counts
+ *     x_bucket{le="0.000000512"} 3     cumulative counts (exact decimals)
  *     ...
  *     x_bucket{le="+Inf"} 10
  *     x_sum 0.0123                     the values' sum, scaled
@@ -88,13 +88,42 @@ static inline void tally__export_put_double(struct tally__export_sink *k, double
 	tally__export_put(k, b, (size_t)n);
 }
 
-/* A scaled value: an integer as an integer when the scale is 1. */
+/* The k of a scale of 10^-k (k = 0..18), or -1. */
+static inline int tally__export_decimal_shift(double scale)
+{
+	double p = 1.0;
+	int k;
+	for (k = 0; k <= 18; k++, p *= 10.0)
+		if (scale == 1.0 / p)
+			return k;
+	return -1;
+}
+
+/* v x scale: exactly, in decimal, when the scale is 10^-k (integers stay
+ * integers; "0.000512" for 512 ns in seconds); else the shortest %g. */
 static inline void tally__export_put_scaled(struct tally__export_sink *k, uint64_t v, double scale)
 {
-	if (scale == 1.0)
-		tally__export_put_u64(k, v);
-	else
+	int shift = tally__export_decimal_shift(scale);
+	char d[48];
+	int n = 0, i, frac;
+	if (shift < 0) {
 		tally__export_put_double(k, (double)v * scale);
+		return;
+	}
+	do /* the digits, least significant first */
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n <= shift)
+		d[n++] = '0';
+	for (i = n - 1; i >= shift; i--)
+		tally__export_put(k, &d[i], 1);
+	for (frac = 0; frac < shift && d[frac] == '0'; frac++)
+		; /* trailing zeros of the fraction */
+	if (frac < shift) {
+		tally__export_put(k, ".", 1);
+		for (i = shift - 1; i >= frac; i--)
+			tally__export_put(k, &d[i], 1);
+	}
 }
 
 /* The exported edges of this render's snapshot. */
