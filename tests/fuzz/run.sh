@@ -51,7 +51,7 @@ defs=()
 # shellcheck disable=SC2086
 "$clang" -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Wall -Wextra -Wpedantic -Werror ${defs[@]+"${defs[@]}"} -I"$root/include" $urcu_cflags \
-	"$here/fuzz_model.c" -o "$out/fuzz_model" $urcu_libs -pthread
+	"$here/fuzz_model.c" -o "$out/fuzz_model" $urcu_libs -pthread -lm
 cd "$out"
 echo "fuzz_model: $out/fuzz_model ${args[*]} $out/corpus $here/corpus"
 exec ./fuzz_model -artifact_prefix="$out/" "${args[@]}" "$out/corpus" "$here/corpus"
