@@ -58,7 +58,7 @@
 #include <tally/os.h>
 #include <tally/pcpu.h>
 
-#include <math.h>
+#include <math.h> /* NAN (no libm call) */
 #include <pthread.h>
 
 #ifdef __cplusplus
@@ -315,7 +315,7 @@ static inline double tally_hist_error(const struct tally_hist *h)
 {
 	if (!h || h->tally__l.bounds)
 		return NAN;
-	return ldexp(1.0, -(int)h->tally__l.p - 1);
+	return 1.0 / (double)((uint64_t)2 << h->tally__l.p);
 }
 
 /* ---- snapshots ----------------------------------------------------------- */
@@ -477,8 +477,15 @@ static inline double tally_hist_quantile(const struct tally_hist_snap *s, double
 	double r;
 	if (!s || !s->counts || !(q >= 0.0 && q <= 1.0) || !s->count)
 		return NAN;
-	r = ceil(q * (double)s->count);
-	rank = r < 1.0 ? 1u : r >= (double)s->count ? s->count : (uint64_t)r;
+	r = q * (double)s->count; /* rank: ceil(r), within 1..count */
+	if (r >= (double)s->count)
+		rank = s->count;
+	else {
+		rank = (uint64_t)r;
+		rank += (double)rank < r;
+		if (!rank)
+			rank = 1;
+	}
 	for (g = 0; g + 1u < s->tally__nr_groups && cum + s->tally__groups[g] < rank; g++)
 		cum += s->tally__groups[g];
 	j = g << s->tally__group_shift;
