@@ -131,7 +131,7 @@ static inline void tally__export_hist_edges(struct tally__export_hist *x)
 {
 	const struct tally_hist_snap *s = &x->snap;
 	unsigned j, n = 0, top = s->nr_buckets - 1u; /* top: above, no edge */
-	uint64_t lo, hi;
+	uint64_t lo = 0, hi = 0;
 	for (j = 0; j < top; j++) {
 		int has = s->tally__l.bounds ? j > 0 : s->counts[j] || s->counts[j + 1u];
 		if (has && tally_hist_snap_bucket_range(s, j, &lo, &hi) == 0)
@@ -176,7 +176,7 @@ static inline void tally__export_write_hist(struct tally__export_sink *k, int fm
 	const struct tally__export_hist *x = (const struct tally__export_hist *)src->priv;
 	const struct tally_hist_snap *s = &x->snap;
 	unsigned i, j = 0;
-	uint64_t cum = 0, lo, hi;
+	uint64_t cum = 0, lo = 0, hi = 0;
 	if (fmt == TALLY_EXPORT_STAT) {
 		tally__export_puts(k, f->name);
 		tally__export_put(k, "_count ", 7);

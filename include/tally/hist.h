@@ -472,7 +472,7 @@ static inline int tally_hist_snap_bucket_range(const struct tally_hist_snap *s, 
  */
 static inline double tally_hist_quantile(const struct tally_hist_snap *s, double q)
 {
-	uint64_t rank, cum = 0, lo, hi;
+	uint64_t rank, cum = 0, lo = 0, hi = 0;
 	unsigned g, j, end;
 	double r;
 	if (!s || !s->counts || !(q >= 0.0 && q <= 1.0) || !s->count)
