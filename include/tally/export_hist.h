@@ -91,10 +91,10 @@ static inline void tally__export_put_double(struct tally__export_sink *k, double
 /* The k of a scale of 10^-k (k = 0..18), or -1. */
 static inline int tally__export_decimal_shift(double scale)
 {
-	double p = 1.0;
+	uint64_t p = 1;
 	int k;
-	for (k = 0; k <= 18; k++, p *= 10.0)
-		if (scale == 1.0 / p)
+	for (k = 0; k <= 18; k++, p *= 10u)
+		if (scale == 1.0 / (double)p)
 			return k;
 	return -1;
 }
