@@ -41,7 +41,7 @@ struct add_case {
 static struct add_case add_default = {0, {0}};
 #ifndef TALLY_BENCH_ATOMIC_TU
 static struct add_case add_batch32 = {32, {0}};
-static struct add_case add_nofold = {TALLY_SWORD_MAX / 2, {0}};
+static struct add_case add_nofold = {-1, {0}}; /* -1: tally_counter_max_batch() */
 #endif
 
 static uint64_t expected_total(const struct cbench_state *s)
@@ -53,7 +53,7 @@ static int add_setup(struct cbench_state *s, void *arg)
 {
 	struct add_case *a = (struct add_case *)arg;
 	(void)s;
-	return tally_counter_init(&a->c, 0, a->batch);
+	return tally_counter_init(&a->c, 0, a->batch < 0 ? tally_counter_max_batch() : a->batch);
 }
 
 static void add_teardown(struct cbench_state *s, void *arg)

@@ -28,12 +28,10 @@ static void add_n(struct tally_counter *c, tally_sword d, int n)
 		tally_counter_add(c, d);
 }
 
-/* Expected error bound: 2 * batch * (CPU slots + the shared slot),
- * saturated. */
+/* Expected error bound: 2 * batch * (CPU slots + the shared slot). */
 static tally_sword bound_for(tally_sword batch)
 {
-	tally_sword n = 2 * ((tally_sword)tally__nr_cpu_slots() + 1);
-	return batch > TALLY_SWORD_MAX / n ? TALLY_SWORD_MAX : batch * n;
+	return 2 * batch * ((tally_sword)tally__nr_cpu_slots() + 1);
 }
 
 Test(counter, init_value)
@@ -223,11 +221,13 @@ Test(counter, error_bound)
 	cr_assert_eq(tally_counter_error_bound(&c),
 		     2 * 32 * ((tally_sword)tally__nr_cpu_slots() + 1));
 	tally_counter_destroy(&c);
-	/* The largest batch accepted: the bound saturates instead of overflowing. */
-	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2), 0);
-	cr_assert_eq(tally_counter_error_bound(&c), bound_for(TALLY_SWORD_MAX / 2 + 1));
-	cr_assert_eq(tally_counter_error_bound(&c), TALLY_SWORD_MAX);
+	/* The largest batch accepted: the bound is exact, not saturated. */
+	cr_assert_eq(tally_counter_init(&c, 0, tally_counter_max_batch()), 0);
+	cr_assert_eq(tally_counter_error_bound(&c), bound_for(tally_counter_max_batch()));
+	cr_assert_lt(tally_counter_error_bound(&c), TALLY_SWORD_MAX);
 	tally_counter_destroy(&c);
+	/* 2^(W-2), which init took before it checked the bound: refused. */
+	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2), -EINVAL);
 }
 
 Test(counter, read_vs_sum_positive)
@@ -737,6 +737,7 @@ Test(counter, init_rejects_bad_batch)
 	cr_assert_eq(tally_counter_init(&c, 0, -1), -EINVAL);
 	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MIN), -EINVAL);
 	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2 + 1), -EINVAL);
+	cr_assert_eq(tally_counter_init(&c, 0, tally_counter_max_batch() + 1), -EINVAL);
 	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX), -EINVAL);
 	cr_assert_eq(memcmp(&c, &copy, sizeof(c)), 0, "a rejected init wrote to c");
 }
@@ -778,13 +779,20 @@ Test(counter, null_object)
 Test(counter, batch_limits_accepted)
 {
 	struct tally_counter c;
+	tally_sword max = tally_counter_max_batch();
+	tally_sword slots = (tally_sword)tally__nr_cpu_slots() + 1;
 	pin();
-	/* The largest batch, rounded up to a power of two: 2^(W-2). */
-	cr_assert_eq(tally_counter_init(&c, 0, TALLY_SWORD_MAX / 2), 0);
-	cr_assert_eq(tally_counter_batch(&c), TALLY_SWORD_MAX / 2 + 1);
-	tally_counter_add(&c, TALLY_SWORD_MAX / 2);
-	expect_state(&c, 0, TALLY_SWORD_MAX / 2);
-	tally_counter_add(&c, 1); /* w 2^(W-2): carries, local = batch */
-	expect_state(&c, TALLY_SWORD_MAX / 2 + 1, TALLY_SWORD_MAX / 2 + 1);
+	/* The largest batch: a power of two whose bound fits, twice it not. */
+	cr_assert_eq(max & (max - 1), 0);
+	cr_assert_leq(max, TALLY_SWORD_MAX / (2 * slots));
+	cr_assert_gt(2 * max, TALLY_SWORD_MAX / (2 * slots));
+	cr_assert_eq(tally_counter_init(&c, 0, max + 1), -EINVAL);
+	cr_assert_eq(tally_counter_init(&c, 0, max / 2 + 1), 0);
+	cr_assert_eq(tally_counter_batch(&c), max);
+	cr_assert_eq(tally_counter_error_bound(&c), 2 * max * slots);
+	tally_counter_add(&c, max - 1);
+	expect_state(&c, 0, max - 1);
+	tally_counter_add(&c, 1); /* w = batch: carries, local = batch */
+	expect_state(&c, max, max);
 	tally_counter_destroy(&c);
 }

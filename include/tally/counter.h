@@ -117,10 +117,27 @@ static inline tally_sword tally_counter_default_batch(void)
 	return tally__pow2_ceil(n);
 }
 
-/*
+/**
+ * tally_counter_max_batch - the largest batch tally_counter_init() takes
+ * on this machine: the largest power of two b whose error bound 2 * b *
+ * slots (CPU slots + the shared slot) is at most TALLY_SWORD_MAX, so that
+ * tally_counter_error_bound() is a bound and not a saturated value. About
+ * 2^(W-2) / slots. Any thread; reads the CPU slot count.
+ */
+static inline tally_sword tally_counter_max_batch(void)
+{
+	tally_sword lim = TALLY_SWORD_MAX / (2 * ((tally_sword)tally__nr_cpu_slots() + 1));
+	tally_sword b = 1;
+	while (b <= lim / 2)
+		b <<= 1;
+	return b;
+}
+
+/**
  * tally_counter_init - set c up with value initial.
- * batch: fold threshold, 1..TALLY_SWORD_MAX/2, rounded up to a power of
- * two (tally_counter_batch() tells), or 0 for the default.
+ * batch: fold threshold, 1..tally_counter_max_batch(), rounded up to a
+ * power of two (tally_counter_batch() tells), or 0 for the default. A
+ * larger batch is refused: its error bound would not fit a tally_sword.
  * Returns 0, -EINVAL (NULL c, batch out of range; c untouched) or -ENOMEM.
  * Not concurrent with any other call on c.
  */
@@ -128,7 +145,7 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 				     tally_sword batch)
 {
 	int err;
-	if (tally__bad(!c || batch < 0 || batch > TALLY_SWORD_MAX / 2))
+	if (tally__bad(!c || batch < 0 || batch > tally_counter_max_batch()))
 		return -EINVAL;
 	batch = batch ? tally__pow2_ceil(batch) : tally_counter_default_batch();
 	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(struct tally__counter_pcpu));
@@ -208,18 +225,17 @@ TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
 	return tally__to_signed(tally__load(tally__counter_count(c)));
 }
 
-/* tally_counter_error_bound - 2 * batch * slots (CPU slots + the shared
+/**
+ * tally_counter_error_bound - 2 * batch * slots (CPU slots + the shared
  * slot): while adds are quiescent |read - sum| is below it (see the top of
- * this file; saturates at TALLY_SWORD_MAX). NULL c: 0. */
+ * this file). Always exact: init refuses a batch whose bound would not fit
+ * (tally_counter_max_batch()). NULL c: 0. Any thread; wait-free.
+ */
 TALLY__INLINE tally_sword tally_counter_error_bound(const struct tally_counter *c)
 {
-	tally_sword n;
 	if (tally__bad(!c))
 		return 0;
-	n = 2 * (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
-	if (c->tally__batch > TALLY_SWORD_MAX / n)
-		return TALLY_SWORD_MAX;
-	return c->tally__batch * n;
+	return c->tally__batch * 2 * (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
 }
 
 /* tally_counter_batch - the fold threshold c uses (a power of two).
