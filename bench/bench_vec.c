@@ -14,6 +14,10 @@
  *   vec_read/{clamped,monotonic,exact}, vec_fold/16items: the reader is
  *                            the benchmark thread, writers (0 or 1) mod
  *                            beside it, spread over the items
+ *   vec_{mod,inc}/no_carry_fence  vec_{mod,inc}/tally without the carry
+ *                            check and its fence (the update before the
+ *                            O(1) readers' bound needed them): the
+ *                            baseline of their cost, in the same run
  *   pcpu_add/tally           the bare per-CPU add, the reference the
  *                            updates' scaling is held to (pcpu_ref.h)
  */
@@ -26,7 +30,7 @@
 #define ITEMS 16u
 #define UNROLL 8
 
-enum op { OP_MOD, OP_INC, OP_SPREAD };
+enum op { OP_MOD, OP_INC, OP_SPREAD, OP_MOD_NOCARRY, OP_INC_NOCARRY };
 enum reader { RD_READ, RD_MONOTONIC, RD_EXACT, RD_FOLD };
 
 struct update_case {
@@ -35,9 +39,20 @@ struct update_case {
 };
 
 static struct tally_vec g_vec;
-static const struct update_case ops[5] = {
+static const struct update_case ops[7] = {
 	{OP_MOD, 0}, {OP_INC, 0}, {OP_SPREAD, 0},
-	{OP_MOD, TALLY_VEC_THRESHOLD_MAX}, {OP_INC, TALLY_VEC_THRESHOLD_MAX}};
+	{OP_MOD, TALLY_VEC_THRESHOLD_MAX}, {OP_INC, TALLY_VEC_THRESHOLD_MAX},
+	{OP_MOD_NOCARRY, 0}, {OP_INC_NOCARRY, 0}};
+
+/* The update without the carry check and its fence (what tally_vec_mod
+ * and tally_vec_inc were before it): the baseline of its cost. */
+static inline void update_nocarry(unsigned item, tally_sword d, enum tally__fold_kind kind)
+{
+	unsigned s;
+	tally__pcpu_add(&g_vec.tally__pcpu, (size_t)item * g_vec.tally__item_stride,
+			(tally_uword)d, &s);
+	tally__vec_fold_slot(&g_vec, s, item, kind);
+}
 static const enum reader readers[4] = {RD_READ, RD_MONOTONIC, RD_EXACT, RD_FOLD};
 
 static int update_setup(struct cbench_state *s, void *arg)
@@ -77,6 +92,10 @@ static void update_body(struct cbench_state *s, void *arg)
 					tally_vec_mod(&g_vec, 0, 1);
 				else if (o == OP_INC)
 					tally_vec_inc(&g_vec, 0);
+				else if (o == OP_MOD_NOCARRY)
+					update_nocarry(0, 1, TALLY__FOLD_PAST);
+				else if (o == OP_INC_NOCARRY)
+					update_nocarry(0, 1, TALLY__FOLD_UP);
 				else
 					tally_vec_mod(&g_vec, item++ % ITEMS, 1);
 			}
@@ -153,6 +172,8 @@ CBENCH_INIT(register_vec)
 	update("vec_mod_spread16/tally", &ops[2]);
 	update("vec_mod/tally_nofold", &ops[3]);
 	update("vec_inc/tally_nofold", &ops[4]);
+	update("vec_mod/no_carry_fence", &ops[5]);
+	update("vec_inc/no_carry_fence", &ops[6]);
 	pcpu_ref_register();
 	writers_arg(cbench_register("vec_read/clamped", read_body, (void *)&readers[0]));
 	writers_arg(cbench_register("vec_read/monotonic", read_body, (void *)&readers[1]));

@@ -323,6 +323,67 @@ Test(vec, late_fold_check_does_not_go_back)
 	tally_vec_destroy(&v);
 }
 
+/*
+ * The O(1) readers are off the exact value in either direction: a mod
+ * run leaves the global behind (the diff not yet folded), an inc's
+ * overstep puts it ahead by t/2 (dec's behind by as much), and the bound
+ * (t + P - 1 per slot, P the largest power of two <= t) covers both.
+ */
+Test(vec, o1_readers_on_either_side_of_exact)
+{
+	struct tally_vec v;
+	pin();
+	cr_assert_eq(tally_vec_init(&v, 3, 10), 0);
+	for (int n = 0; n < 11; n++)
+		tally_vec_inc(&v, 0);
+	/* Ahead: reads 16, exact 11. */
+	expect(&v, 0, 16, 11);
+	cr_assert_gt(tally_vec_read_monotonic(&v, 0) - B, U(tally_vec_read_exact(&v, 0)));
+	cr_assert_eq(tally_vec_read_monotonic(&v, 0) - B - U(tally_vec_sum(&v, 0)), 5);
+	/* Behind: ten mods of +1 are all in the diff. */
+	for (int n = 0; n < 10; n++)
+		tally_vec_mod(&v, 1, 1);
+	expect(&v, 1, 0, 10);
+	/* dec's overstep: the global below the exact value by t/2. */
+	for (int n = 0; n < 11; n++)
+		tally_vec_dec(&v, 2);
+	expect(&v, 2, -16, -11);
+	tally_vec_destroy(&v);
+}
+
+/* The carry check: an add that moves its word across a multiple of P, the
+ * largest power of two <= t, always carries (and fences before its fold
+ * check); one that does not carry stays in its P-aligned block. Checked
+ * for every threshold up to 300 and every add of up to 2t from words
+ * around 0 (both signs) and around 2^(W-1). */
+Test(vec, carry_check)
+{
+	static const tally_uword around[] = {0, (tally_uword)1 << (TALLY_WORD_BITS - 1)};
+	for (tally_sword t = 1; t <= 300; t++) {
+		tally_uword p = 1;
+		while (p * 2 <= (tally_uword)t)
+			p *= 2;
+		for (unsigned a = 0; a < 2; a++)
+			for (tally_sword o = -600; o <= 600; o += 7)
+				for (tally_sword d = -2 * t; d <= 2 * t; d++) {
+					tally_uword old = around[a] + U(o), nv = old + U(d);
+					if ((old & ~(p - 1)) != (nv & ~(p - 1)))
+						cr_assert(tally__vec_carried(nv, U(d), t),
+							  "t %lld: %lld + %lld crosses P %llu",
+							  (long long)t, (long long)o, (long long)d,
+							  (unsigned long long)p);
+				}
+	}
+	/* Unit steps carry exactly at the multiples of P: t = 10, P = 8. */
+	cr_assert(tally__vec_carried(8, 1, 10));
+	cr_assert(!tally__vec_carried(9, 1, 10));
+	cr_assert(tally__vec_carried(16, 1, 10));
+	cr_assert(tally__vec_carried(U(-1), U(-1), 10)); /* 0 -> -1 */
+	cr_assert(!tally__vec_carried(U(-2), U(-1), 10));
+	/* An item that never folds: only a change of the top bit. */
+	cr_assert(!tally__vec_carried(1000, 1000, TALLY_VEC_EXACT));
+}
+
 Test(vec, several_cpus)
 {
 	struct tally_vec v;

@@ -37,9 +37,19 @@
  * two bank words bank[0], bank[1] that multi-item updates add to (through
  * the same per-CPU add as single updates), each with its own base, folded
  * past the item's threshold as mod folds; the CPU's value of the item is
- * w + bank[0] + bank[1], still never reset, and exact sums use that. (So
- * for a MULTI vec the O(1) readers' bound is three times the threshold per
- * CPU slot: each word's diff stays within it on its own.)
+ * w + bank[0] + bank[1], still never reset, and exact sums use that.
+ *
+ * The O(1) readers' bound (read, read_monotonic), while updates are
+ * quiescent: |global - exact| <= (t + P - 1) * S, S the CPU slots + the
+ * shared slot, P the largest power of two <= t (so under 2t per slot);
+ * three times that for a MULTI vec (each of the three words on its own).
+ * Sequentially the rules keep every diff within t; the P - 1 covers a
+ * fold from another CPU (tally_vec_fold, a migrated thread) racing with
+ * an update whose add it cannot see yet (vec/fold.h: an update that moves
+ * its word across a multiple of P runs a fence first). Either direction:
+ * a diff is the CPU's part not yet in the global, so the global lags a
+ * growing item by up to it, and runs ahead after an inc's overstep (diff
+ * -t/2: threshold 10, eleven incs on one CPU read 16, exact 11).
  *
  * Values come in two kinds:
  *   raw:          everything ever added, modulo 2^W; never moved by a
@@ -83,7 +93,7 @@ extern "C" {
 #define TALLY_VEC_EXACT_ONLY 0x1u
 /* Multi-item updates (tally_vec_mod_multi) and snapshots that see each
  * one whole: four more words per CPU and item; the O(1) readers' bound
- * triples (3 * threshold per CPU slot). */
+ * triples (see the top of this file). */
 #define TALLY_VEC_MULTI 0x2u
 #define TALLY__VEC_FLAGS (TALLY_VEC_EXACT_ONLY | TALLY_VEC_MULTI)
 
@@ -228,9 +238,12 @@ TALLY__INLINE const char *tally_vec_item_name(const struct tally_vec *v, unsigne
  * tally_vec_mod - add d (any sign) to item (mod_node_page_state()).
  * Returns 0, or -EINVAL for a NULL v or item out of range (nothing
  * changed). Any thread, beside every call but init/destroy. Wait-free on
- * the common path (one per-CPU RMW); a fold is tally__pcpu_fold's
- * lock-free CAS loop (a CAS, an atomic add on the item's global, a fence);
- * never a fold for an item with threshold TALLY_VEC_EXACT. Relaxed.
+ * the common path (one per-CPU RMW); an update that moves its CPU's word
+ * across a multiple of P (the largest power of two <= the threshold) runs
+ * a full fence before its fold check (the readers' bound needs it); a
+ * fold is tally__pcpu_fold's lock-free CAS loop (a CAS, an atomic add on
+ * the item's global, a fence); never a fold for an item with threshold
+ * TALLY_VEC_EXACT. Relaxed.
  */
 TALLY__INLINE int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d)
 {
@@ -286,8 +299,10 @@ static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_ve
  * tally_vec_read_monotonic - the raw global of item as unsigned, never
  * clamped and never moved by a reset (node_page_state_monotonic()), plus
  * TALLY_MONOTONIC_BIAS. For event counters: subtract two samples with
- * tally_delta(). Lags the raw exact value by at most threshold * CPU slots
- * (+ t/2 per slot after inc/dec oversteps, + adds in flight). O(1),
+ * tally_delta(). Within the O(1) readers' bound of the raw exact value
+ * ((t + P - 1) * S, see the top of this file; + updates in flight), on
+ * either side: it lags what mods added, and runs ahead by up to t/2 per
+ * slot after inc oversteps (behind by as much after dec's). O(1),
  * wait-free, any thread. An item with threshold TALLY_VEC_EXACT: the raw
  * exact value (+ bias), O(CPUs). Bad item: 0.
  */

@@ -71,6 +71,13 @@ variants=(
 	"fold.pml|-DCARRY -DBATCH=4 -DBOUND=8 -DMIGRATED -DBIG -DNA=3|pass|carry-checked add, migrated adder"
 	"fold.pml|-DCARRY -DCARRY_NOFENCE -DBATCH=2 -DBOUND=4 -DBIG -DNA=4 -DNF=3|fail|carry-checked add without its fence"
 	"fold.pml|-DCARRY -DBATCH=4 -DBOUND=4 -DBIG -DNA=3 -DNF=2 -DSC|fail|carry check: batch alone is not a bound"
+	"fold.pml|-DVEC -DTHR=1 -DBIG -DNA=3|fail|vector rule, no fence: tally_vec_fold leaves a slot past t"
+	"fold.pml|-DVEC -DTHR=1 -DBIG -DNA=3 -DMIGRATED|fail|vector rule, no fence: migrated fold, past t"
+	"fold.pml|-DVEC -DTHR=1 -DBIG -DNA=3 -DNF=2 -DBOUND=3|fail|vector rule, no fence: two races pass 2t"
+	"fold.pml|-DVEC -DVEC_CARRY -DTHR=2 -DBATCH=2 -DBOUND=4 -DBIG -DNA=3 -DNF=2|pass|vector rule, carry fence: within t + P - 1"
+	"fold.pml|-DVEC -DVEC_CARRY -DTHR=3 -DBATCH=2 -DBOUND=5 -DBIG -DNA=3 -DMIGRATED|pass|vector rule, carry fence, migrated fold"
+	"fold.pml|-DVEC -DVEC_CARRY -DTHR=1 -DBATCH=1 -DBOUND=2 -DBIG -DNA=3 -DNF=2 -DSC|pass|vector rule, sequentially consistent: t"
+	"fold.pml|-DVEC -DVEC_CARRY -DVEC_NOFENCE -DTHR=2 -DBATCH=2 -DBOUND=4 -DBIG -DNA=3 -DNF=2|fail|vector rule, carry check without its fence"
 )
 # Longer runs on demand (FORMAL_LONG=1; about 3 million states each).
 if [ "${FORMAL_LONG:-0}" = 1 ]; then

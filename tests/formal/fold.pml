@@ -74,6 +74,38 @@
  *                  race takes the slot to |local| 3 (each race can add
  *                  batch - 1 more).                    expected: FAIL
  *
+ * The vector's rule (-DVEC; tally_vec_mod, vec.h and vec/fold.h): the
+ * adder checks after every add, vmstat's way: fold while |w - b| > THR
+ * (TALLY__FOLD_PAST, limit THR + 1 here); the folder is tally_vec_fold
+ * (fold_all, every fold followed by a fence and a re-check). The
+ * documented per-slot bound is what the rule keeps sequentially:
+ * |w - b| <= THR (BOUND = THR + 1).
+ *   -DVEC -DTHR=1 -DBIG -DNA=3    no fence between the add and the check
+ *                  (the code before the carry fence). expected: FAIL
+ *   the same with -DMIGRATED (a migrated adder's fold). expected: FAIL
+ *   -DVEC -DTHR=1 -DBIG -DNA=3 -DNF=2 -DBOUND=3: with repeated races even
+ *                  2 * THR is passed (each race can add up to THR).
+ *                                                      expected: FAIL
+ *   -DVEC -DVEC_CARRY -DTHR=2 -DBATCH=2 -DBOUND=4 -DBIG -DNA=3 -DNF=2: an
+ *                  add that moves w across a multiple of BATCH (P, the
+ *                  largest power of two <= THR: tally__vec_carried)
+ *                  runs a fence before its check. Bound THR + P - 1 per
+ *                  slot (BOUND = THR + P).              expected: PASS
+ *   -DVEC -DVEC_CARRY -DTHR=3 -DBATCH=2 -DBOUND=5 -DBIG -DNA=3 -DMIGRATED:
+ *                  the same against a migrated fold.   expected: PASS
+ *   -DVEC -DVEC_CARRY -DTHR=1 -DBATCH=1 -DBOUND=2 ... -DSC: sequentially
+ *                  consistent, the rule's own bound THR. expected: PASS
+ *   -DVEC -DVEC_CARRY -DVEC_NOFENCE -DTHR=2 -DBATCH=2 -DBOUND=4 ...: the
+ *                  carry check without its fence.       expected: FAIL
+ * Why the carry fence bounds it (the argument in vec/fold.h): let X be the
+ * slot's last successful fold (base T) and w_X the w its re-check after
+ * its fence loaded (|w_X - T| <= THR, or 0 for fold_all). An add whose
+ * store is not in w_X and that carried ran "store w; fence; load b"
+ * against X's "CAS b; fence; load w": it saw T, and its check kept
+ * |w - T| <= THR (a fold would come after X). The final w is in the
+ * BATCH-aligned block of the last such add, or of w_X: within BATCH - 1
+ * of a value within THR of T.
+ *
  * Trail of the default variant (spin -t -p fold.pml), summarized, batch 2,
  * values relative to the start:
  *   A: add -1: w = -1 (visible), its fold sees local -1: |-1| < 2, returns.
@@ -111,8 +143,22 @@
 #ifndef NF
 #define NF 1
 #endif
+#ifndef THR
+#define THR 1
+#endif
 #ifndef BOUND
+#ifdef VEC
+#define BOUND (THR + 1)
+#else
 #define BOUND BATCH
+#endif
+#endif
+/* The adder's fold check: the counter's limit is batch (fold at |local| >=
+ * batch), the vector's THR + 1 (fold past THR). */
+#ifdef VEC
+#define ADD_LIMIT (THR + 1)
+#else
+#define ADD_LIMIT BATCH
 #endif
 
 #include "sbuf.pml"
@@ -121,6 +167,11 @@
 #define CARRY_FENCE(me) skip
 #else
 #define CARRY_FENCE(me) barrier(me)
+#endif
+#ifdef VEC_NOFENCE
+#define VEC_FENCE(me) skip
+#else
+#define VEC_FENCE(me) barrier(me)
 #endif
 
 short total = 0; /* the deltas added (ghost) */
@@ -140,7 +191,7 @@ inline fold_slot(me, limit, remote)
 		if
 		:: ok ->
 			rmw_add_mem(me, COUNT, lc);
-#ifdef CARRY
+#if defined(CARRY) || defined(VEC)
 			barrier(me); /* the fence after a successful CAS */
 #endif
 #ifdef FIX_MEMB
@@ -183,7 +234,17 @@ proctype adder()
 #endif
 #endif
 		total = total + d;
-#ifdef CARRY
+#if defined(VEC)
+		/* vmstat's rule: the check after every add; with VEC_CARRY an
+		 * add whose w crossed a multiple of BATCH fences first */
+#ifdef VEC_CARRY
+		if
+		:: (t + d) / BATCH != t / BATCH -> VEC_FENCE(PA)
+		:: else -> skip
+		fi;
+#endif
+		fold_slot(PA, ADD_LIMIT, 0);
+#elif defined(CARRY)
 		/* only an add whose w crossed a multiple of batch: fence, fold */
 		if
 		:: (t + d) / BATCH != t / BATCH -> CARRY_FENCE(PA); fold_slot(PA, BATCH, 0)
@@ -208,7 +269,7 @@ proctype folder()
 	rmw_add_mem(PF, W, BATCH);
 	total = total + BATCH;
 	m_added = 1;
-	fold_slot(PF, BATCH, 1);
+	fold_slot(PF, ADD_LIMIT, 1);
 #else
 	m_added = 1;
 	do

@@ -236,6 +236,20 @@ int main(void)
 			for (int j = 0; j < NWRITERS; j++)
 				expect += U(w[j].total[k][i]);
 			CHECK_EQ(U(tally_vec_read_exact(v, i)), expect);
+			/* The O(1) readers' bound (vec.h): (t + P - 1) per slot,
+			 * P the largest power of two <= t; three words with MULTI. */
+			int t = tally_vec_item_threshold(v, i);
+			if (t > 0) {
+				tally_sword p = 1, d;
+				while (p * 2 <= t)
+					p *= 2;
+				d = tally__to_signed(tally_vec_read_monotonic(v, i) -
+						     TALLY_MONOTONIC_BIAS - expect);
+				p = (t + p - 1) * (tally_sword)(tally__nr_cpu_slots() + 1u) *
+				    (k == NVECS - 1 ? 3 : 1);
+				CHECK(d <= p && d >= -p, "vec %d item %u: global - exact %lld, bound %lld",
+				      k, i, (long long)d, (long long)p);
+			}
 		}
 		tally_vec_fold(v);
 		for (unsigned i = 0; i < NITEMS; i++) {

@@ -54,9 +54,14 @@ static inline void tally__vec_add_multi(struct tally_vec *v, const struct tally_
 	}
 	for (i = 0; i < n; i++) {
 		unsigned at;
-		tally__pcpu_add(&v->tally__pcpu, tally__vec_bank_off(v, d[i].item, k),
-				(tally_uword)d[i].delta, &at);
-		tally__vec_fold_bank(v, at, d[i].item, k);
+		tally_uword nv = tally__pcpu_add(&v->tally__pcpu,
+						 tally__vec_bank_off(v, d[i].item, k),
+						 (tally_uword)d[i].delta, &at);
+		if (tally__unlikely(tally__vec_carried(nv, (tally_uword)d[i].delta,
+						       v->tally__item_threshold[d[i].item])))
+			tally__vec_fold_bank_carried(v, at, d[i].item, k);
+		else
+			tally__vec_fold_bank(v, at, d[i].item, k);
 	}
 	/* release: the adds above come before the decrement, which the cut's
 	 * drain loads (seq_cst, so acquire) before it reads bank k. */

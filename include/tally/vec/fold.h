@@ -45,7 +45,14 @@ TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigne
 	tally_sword t = v->tally__item_threshold[item];
 	if (t < 0)
 		return;
-	tally__pcpu_fold(&p->w, &p->base, &v->tally__global[item], t, kind);
+	/* After an overstep fold (inc, dec), re-check with mod's two-sided
+	 * rule: the overstep rule's own re-check is one-sided (inc stops at
+	 * diff <= t), and a mod racing with it on this slot (a migrated
+	 * thread) can leave the diff far below -t. Sequentially the overstep
+	 * leaves diff = -+t/2, which mod's rule keeps: no change there. */
+	if (tally__pcpu_fold(&p->w, &p->base, &v->tally__global[item], t, kind) &&
+	    kind != TALLY__FOLD_PAST)
+		tally__pcpu_fold(&p->w, &p->base, &v->tally__global[item], t, TALLY__FOLD_PAST);
 }
 
 /* The same for bank k of item in slot s (as mod: TALLY__FOLD_PAST). */
@@ -58,15 +65,75 @@ TALLY__INLINE void tally__vec_fold_bank(struct tally_vec *v, unsigned s, unsigne
 			 &v->tally__global[item], t, TALLY__FOLD_PAST);
 }
 
+/*
+ * The carry check. vmstat checks its rule after every update; here that
+ * check loads the base with no fence after the per-CPU add (a plain rseq
+ * store), so a fold from another CPU (tally_vec_fold, a migrated thread's
+ * check) that races with it can miss the add, and each such race could
+ * leave the slot up to one more threshold past the rule (the
+ * store-buffering pair: "store w; load base" against the fold's "CAS
+ * base; fence; load w"). So an update whose add moves its word across a
+ * multiple of P, the largest power of two <= t, runs a full fence before
+ * its check (tally__vec_fold_carried): one fence per P units a slot moves
+ * one way, none on the other updates.
+ *
+ * The test is on the bits the add changed: old ^ new > t / 2. If it is
+ * false, old and new differ only below the highest bit of t / 2, so they
+ * share their P-aligned block (P = 2^fls(t / 2), the largest power of two
+ * <= t; P = 1 for t = 1: every add fences). It may also be true for an add
+ * that stays in its block (an extra fence, harmless). An item that never
+ * folds (t < 0, a huge bound as unsigned) takes it only when the top bit
+ * changes, and its check returns at once.
+ *
+ * The bound it buys (tests/formal/fold.pml, -DVEC): while updates are
+ * quiescent every slot's |diff| <= t + P - 1 <= 2t - 1 (sequentially the
+ * rules keep |diff| <= t: mod's by its check, inc's and dec's overstep
+ * leave -+t/2). Let X be the slot's last successful fold (base T) and w_X
+ * the w its re-check after its fence loaded: |w_X - T| <= t (every fold's
+ * last re-check is two-sided: mod's rule, or fold_all's). An add not in
+ * w_X that carried ran "store w; fence; load base" against X's "CAS base;
+ * fence; load w", so it saw T, and so did every later check on that CPU
+ * (loads stay in order); their checks kept the rule against T (a fold
+ * would come after X). Otherwise every add after w_X stayed in w_X's
+ * P-aligned block: within P - 1 of it.
+ */
+TALLY__INLINE int tally__vec_carried(tally_uword nv, tally_uword d, tally_sword t)
+{
+	return (nv ^ (nv - d)) > ((tally_uword)t >> 1);
+}
+
+/* The slow path of an update whose add carried: the fence, then the fold
+ * check (see tally__vec_carried). */
+TALLY__COLD void tally__vec_fold_carried(struct tally_vec *v, unsigned s, unsigned item,
+					 enum tally__fold_kind kind)
+{
+	tally__fence(); /* pairs with tally__pcpu_fold's fence after its CAS */
+	tally__vec_fold_slot(v, s, item, kind);
+}
+
+/* The same for bank k (multi-item updates, folded as mod). */
+TALLY__COLD void tally__vec_fold_bank_carried(struct tally_vec *v, unsigned s, unsigned item,
+					      unsigned k)
+{
+	tally__fence(); /* pairs with tally__pcpu_fold's fence after its CAS */
+	tally__vec_fold_bank(v, s, item, k);
+}
+
 /* A single update: the per-CPU add, then the fold check of its slot. */
 TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword d,
 				 enum tally__fold_kind kind)
 {
 	unsigned s;
+	tally_uword nv;
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return -EINVAL;
-	tally__pcpu_add(&v->tally__pcpu, (size_t)item * v->tally__item_stride, (tally_uword)d, &s);
-	tally__vec_fold_slot(v, s, item, kind);
+	nv = tally__pcpu_add(&v->tally__pcpu, (size_t)item * v->tally__item_stride,
+			     (tally_uword)d, &s);
+	if (tally__unlikely(tally__vec_carried(nv, (tally_uword)d,
+					       v->tally__item_threshold[item])))
+		tally__vec_fold_carried(v, s, item, kind);
+	else
+		tally__vec_fold_slot(v, s, item, kind);
 	return 0;
 }
 
