@@ -63,6 +63,29 @@
 extern "C" {
 #endif
 
+/**
+ * TALLY_COUNTER_TREE_SLOTS - from this many CPU slots (tally_cpu_slots())
+ * up, tally_counter_init() with batch 0 makes a counter tree
+ * (tally_counter_init_tree() with its default batch): its O(1) read stays
+ * within a few levels x slots x 32, where the flat counter's default
+ * batch would give 2 x 1024 x slots. Below it, the flat counter.
+ */
+#ifndef TALLY_COUNTER_TREE_SLOTS
+#  define TALLY_COUNTER_TREE_SLOTS 64
+#endif
+
+/**
+ * TALLY_COUNTER_TREE_BATCH - a counter tree's default level-0 batch (a
+ * power of two): percpu_counter_tree's 32.
+ */
+#ifndef TALLY_COUNTER_TREE_BATCH
+#  define TALLY_COUNTER_TREE_BATCH 32
+#endif
+
+#define TALLY__COUNTER_INSIDE 1
+#include <tally/counter/tree.h>
+#undef TALLY__COUNTER_INSIDE
+
 struct tally__counter_pcpu {
 	tally_uword w;    /* never reset; written by tally__pcpu_add only */
 	tally_uword base; /* w up to the last fold; changed by CAS only */
@@ -78,7 +101,11 @@ struct tally_counter {
 	tally_uword tally__initial; /* initial value */
 	tally_sword tally__batch;   /* a power of two */
 	tally_uword tally__carry;   /* ~(batch - 1): the bits a carry changes */
+	tally_sword tally__bound;   /* tally_counter_error_bound() */
+	tally_uword *tally__top;    /* what read() loads: the shared count, or the tree's top */
+	tally_uword tally__adj;     /* tree: fold_all's correction of read (flat: 0) */
 	struct tally__pcpu tally__pcpu;
+	struct tally__counter_tree tally__tree; /* levels 0: a flat counter */
 };
 
 TALLY__INLINE struct tally__counter_pcpu *tally__counter_slot(const struct tally_counter *c,
@@ -134,10 +161,75 @@ static inline tally_sword tally_counter_max_batch(void)
 }
 
 /**
+ * tally_counter_init_tree - set c up as a counter tree with value initial
+ * (percpu_counter_tree; tally/counter/tree.h): each CPU's word carries,
+ * when an add moves it across a multiple of batch, into a word shared by
+ * eight CPUs, which carries into the next level the same way (units of
+ * batch * 8^l), up to the top word that read() loads. So the O(1) read is
+ * never above the exact value and trails it by less than
+ * tally_counter_error_bound(c) = 1 + slots * (batch - 1) + the nodes'
+ * share (22,304 at 256 CPU slots, batch 32), few adds touch a shared line
+ * (one per batch units on a CPU) and the top is written once per batch *
+ * 8^levels units (488 times per million unit adds at 256 slots, batch
+ * 32). The add's fast path is the flat counter's; tally_counter_fold_all
+ * corrects read by a clamped amount (the residues stay in the words).
+ * batch: 1.. (rounded up to a power of two; refused when the top's unit
+ * or the bound would not fit a tally_sword), or 0 for
+ * TALLY_COUNTER_TREE_BATCH. Memory: the per-CPU words, plus one cache
+ * line per node (37 at 256 slots).
+ * Returns 0, -EINVAL (NULL c, batch out of range; c untouched) or -ENOMEM.
+ * Not concurrent with any other call on c.
+ */
+static inline int tally_counter_init_tree(struct tally_counter *c, tally_sword initial,
+					  tally_sword batch)
+{
+	struct tally__counter_tree t;
+	tally_sword bound;
+	size_t bytes;
+	int err;
+	if (tally__bad(!c || batch < 0 || batch > TALLY_SWORD_MAX / 2))
+		return -EINVAL;
+	batch = batch ? tally__pow2_ceil(batch) : TALLY_COUNTER_TREE_BATCH;
+	if (tally__bad(tally__tree_layout(&t, tally__nr_cpu_slots(), batch, &bound) != 0))
+		return -EINVAL;
+	bytes = (size_t)tally__tree_nodes(&t) * TALLY__TREE_STRIDE * sizeof(tally_uword);
+	t.nodes = (tally_uword *)aligned_alloc(TALLY_CACHELINE, bytes);
+	if (!t.nodes)
+		return -ENOMEM;
+	memset(t.nodes, 0, bytes);
+	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(struct tally__counter_pcpu));
+	if (err) {
+		free(t.nodes);
+		return err;
+	}
+	c->tally__tree = t;
+	c->tally__top = tally__tree_top(&c->tally__tree);
+	*c->tally__top = (tally_uword)initial;
+	c->tally__initial = (tally_uword)initial;
+	c->tally__batch = batch;
+	c->tally__carry = ~((tally_uword)batch - 1u);
+	c->tally__bound = bound;
+	c->tally__adj = 0;
+	return 0;
+}
+
+/**
+ * tally_counter_is_tree - 1 if c is a counter tree (tally_counter_init_tree,
+ * or tally_counter_init with batch 0 on many CPUs), 0 if flat or NULL.
+ */
+TALLY__INLINE int tally_counter_is_tree(const struct tally_counter *c)
+{
+	return c && c->tally__tree.levels != 0;
+}
+
+/**
  * tally_counter_init - set c up with value initial.
  * batch: fold threshold, 1..tally_counter_max_batch(), rounded up to a
  * power of two (tally_counter_batch() tells), or 0 for the default. A
  * larger batch is refused: its error bound would not fit a tally_sword.
+ * With batch 0 on a machine with at least TALLY_COUNTER_TREE_SLOTS CPU
+ * slots, c is a counter tree (tally_counter_init_tree(c, initial, 0)):
+ * every call works the same, with the tree's bound.
  * Returns 0, -EINVAL (NULL c, batch out of range; c untouched) or -ENOMEM.
  * Not concurrent with any other call on c.
  */
@@ -147,14 +239,20 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	int err;
 	if (tally__bad(!c || batch < 0 || batch > tally_counter_max_batch()))
 		return -EINVAL;
+	if (!batch && tally__nr_cpu_slots() >= TALLY_COUNTER_TREE_SLOTS)
+		return tally_counter_init_tree(c, initial, 0);
 	batch = batch ? tally__pow2_ceil(batch) : tally_counter_default_batch();
 	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(struct tally__counter_pcpu));
 	if (err)
 		return err;
-	*tally__counter_count(c) = (tally_uword)initial;
+	c->tally__top = &tally__counter_slot(c, c->tally__pcpu.nr)->count;
+	*c->tally__top = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__batch = batch;
 	c->tally__carry = ~((tally_uword)batch - 1u);
+	c->tally__bound = batch * 2 * (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
+	c->tally__adj = 0;
+	memset(&c->tally__tree, 0, sizeof(c->tally__tree));
 	return 0;
 }
 
@@ -162,8 +260,11 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
  * Not concurrent with any other call on c. */
 static inline void tally_counter_destroy(struct tally_counter *c)
 {
-	if (c)
-		tally__pcpu_free(&c->tally__pcpu);
+	if (!c)
+		return;
+	tally__pcpu_free(&c->tally__pcpu);
+	free(c->tally__tree.nodes);
+	c->tally__tree.nodes = NULL;
 }
 
 /*
@@ -180,6 +281,17 @@ TALLY__COLD void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 	tally__fence();
 	tally__pcpu_fold(&p->w, &p->base, tally__counter_count(c), limit,
 			 limit > 1 ? TALLY__FOLD_AT : TALLY__FOLD_ALL);
+}
+
+/* The slow path of an add that carried: the tree's carry, or the flat
+ * counter's fence and fold. */
+TALLY__COLD void tally__counter_carried(struct tally_counter *c, unsigned s, tally_uword nv,
+					tally_uword delta)
+{
+	if (c->tally__tree.levels)
+		tally__tree_carry(&c->tally__tree, s, c->tally__pcpu.nr, nv, delta, c->tally__carry);
+	else
+		tally__counter_fold_slot(c, s, c->tally__batch);
 }
 
 /*
@@ -205,7 +317,7 @@ TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 			     (tally_uword)delta, &s);
 	/* Did w cross a multiple of batch? (old = nv - delta, modular) */
 	if (tally__unlikely(((nv ^ (nv - (tally_uword)delta)) & c->tally__carry) != 0))
-		tally__counter_fold_slot(c, s, c->tally__batch);
+		tally__counter_carried(c, s, nv, (tally_uword)delta);
 }
 #else
 void tally_counter_add(struct tally_counter *c, tally_sword delta);
@@ -222,7 +334,7 @@ TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
 {
 	if (tally__bad(!c))
 		return 0;
-	return tally__to_signed(tally__load(tally__counter_count(c)));
+	return tally__to_signed(tally__load(c->tally__top) + tally__load(&c->tally__adj));
 }
 
 /**
@@ -235,7 +347,7 @@ TALLY__INLINE tally_sword tally_counter_error_bound(const struct tally_counter *
 {
 	if (tally__bad(!c))
 		return 0;
-	return c->tally__batch * 2 * (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
+	return c->tally__bound;
 }
 
 /* tally_counter_batch - the fold threshold c uses (a power of two).
@@ -268,7 +380,7 @@ TALLY__INLINE tally_uword tally_counter_read_monotonic(const struct tally_counte
 {
 	if (tally__bad(!c))
 		return 0;
-	return tally__load(tally__counter_count(c)) + TALLY_MONOTONIC_BIAS;
+	return tally__load(c->tally__top) + tally__load(&c->tally__adj) + TALLY_MONOTONIC_BIAS;
 }
 
 /*
@@ -315,6 +427,15 @@ static inline void tally_counter_fold_all(struct tally_counter *c)
 	unsigned s, n;
 	if (tally__bad(!c))
 		return;
+	if (c->tally__tree.levels) {
+		/* The residues cannot move: correct read by them, clamped to
+		 * [0, bound - 1] (tally/counter/tree.h). */
+		tally_sword r = tally__to_signed(tally_counter_sum_monotonic(c) -
+						 tally__load(c->tally__top));
+		r = r < 0 ? 0 : r >= c->tally__bound ? c->tally__bound - 1 : r;
+		tally__store(&c->tally__adj, (tally_uword)r);
+		return;
+	}
 	n = tally__pcpu_slots(&c->tally__pcpu);
 	for (s = 0; s < n; s++)
 		tally__counter_fold_slot(c, s, 1);

@@ -78,12 +78,18 @@ variants=(
 	"fold.pml|-DVEC -DVEC_CARRY -DTHR=3 -DBATCH=2 -DBOUND=5 -DBIG -DNA=3 -DMIGRATED|pass|vector rule, carry fence, migrated fold"
 	"fold.pml|-DVEC -DVEC_CARRY -DTHR=1 -DBATCH=1 -DBOUND=2 -DBIG -DNA=3 -DNF=2 -DSC|pass|vector rule, sequentially consistent: t"
 	"fold.pml|-DVEC -DVEC_CARRY -DVEC_NOFENCE -DTHR=2 -DBATCH=2 -DBOUND=4 -DBIG -DNA=3 -DNF=2|fail|vector rule, carry check without its fence"
+	"fold.pml|-DTREE -DBIG -DNA=2|pass|counter tree: nodes and top exact, 0 <= sum - read < E"
+	"fold.pml|-DTREE -DBIG -DNA=2 -DTREE_RELAXED|pass|counter tree, relaxed node adds: no fence needed"
+	"fold.pml|-DTREE -DBIG -DNA=2 -DTREE_RELOAD|fail|counter tree, carry from a reload: lost or doubled carry"
+	"fold.pml|-DTREE -DBIG -DNA=2 -DTREE_BOUND=4|fail|counter tree: the bound E is reached minus one"
 )
 # Longer runs on demand (FORMAL_LONG=1; about 3 million states each).
 if [ "${FORMAL_LONG:-0}" = 1 ]; then
 	variants+=(
 		"fold.pml|-DCARRY -DBATCH=2 -DBOUND=4 -DBIG -DNA=4 -DNF=3|pass|carry-checked add, 4 adds, 3 folds"
 		"fold.pml|-DCARRY -DBATCH=2 -DBOUND=4 -DBIG -DNA=4 -DNF=3 -DSC|pass|same, sequentially consistent"
+		"fold.pml|-DTREE -DBIG|pass|counter tree, 3 adds each (14 million states)"
+		"fold.pml|-DTREE -DBIG -DTREE_RELAXED|pass|counter tree, relaxed node adds, 3 adds each"
 	)
 fi
 

@@ -106,6 +106,29 @@
  * BATCH-aligned block of the last such add, or of w_X: within BATCH - 1
  * of a value within THR of T.
  *
+ * The counter tree (-DTREE; tally/counter/tree.h, percpu_counter_tree):
+ * two CPUs' words (rseq: plain load, add, store, buffered), one level-1
+ * node they share and the top. An add passes the change of its word's
+ * batch-aligned part (batch B0 = 2) to the node with one atomic add, and
+ * the node passes the change of its aligned part (B1 = 2 * B0 here: two
+ * children) to the top the same way, each computed from the value the
+ * add itself returned. At the end the model asserts that the node and
+ * the top hold exactly what the rule gives from the final words (node =
+ * sum of their aligned parts, top = the node's aligned part), that the
+ * exact sum is exact, and 0 <= sum - top < E = 1 + 2 * (B0 - 1) + (B1 -
+ * B0) (the header's bound).
+ *   -DTREE -DBIG -DNA=2            expected: PASS (and with NA=3, the
+ *                  default, 14 million states: FORMAL_LONG=1)
+ *   -DTREE -DBIG -DNA=2 -DTREE_RELAXED   the node's add a relaxed RMW (weak
+ *                  memory: later loads may pass it): no fence is part of
+ *                  the argument.                        expected: PASS
+ *   -DTREE -DBIG -DNA=2 -DTREE_RELOAD    the node's carry computed from a fresh
+ *                  load of the node instead of its add's result (two
+ *                  carriers can both pass one crossing, or neither).
+ *                                                      expected: FAIL
+ *   -DTREE -DBIG -DNA=2 -DTREE_BOUND=4   a bound one tighter than the header's
+ *                  E is reached.                        expected: FAIL
+ *
  * Trail of the default variant (spin -t -p fold.pml), summarized, batch 2,
  * values relative to the start:
  *   A: add -1: w = -1 (visible), its fold sees local -1: |-1| < 2, returns.
@@ -124,6 +147,92 @@
  * and only the folder side has a barrier (the lock-prefixed CAS).
  */
 
+#ifdef TREE
+#define SBUF_T short
+#define L0 0
+#define L1 1
+#define NODE 2
+#define TOP 3
+#define NV 4
+#define NP 2
+#define BUFSZ 2
+#define B0 2
+#define B1 4
+#ifndef NA
+#define NA 3
+#endif
+#ifndef TREE_BOUND
+#define TREE_BOUND (1 + 2 * (B0 - 1) + (B1 - B0))
+#endif
+
+#include "sbuf.pml"
+
+short total = 0;
+byte done = 0;
+
+/* x aligned down to a multiple of b (a power of two; two's complement) */
+#define ALIGN(x, b) ((x) & ~((b) - 1))
+
+proctype tadder(byte id)
+{
+	short t, d, c, nv;
+	byte k = 0;
+	do
+	:: k < NA ->
+		if
+		:: d = -2
+		:: d = -1
+		:: d = 1
+		:: d = 2
+#ifdef BIG
+		:: d = -3
+		:: d = 3
+#endif
+		fi;
+		load(id, id, t);          /* rseq: plain load, add, store */
+		bstore(id, id, t + d);
+		total = total + d;
+		c = ALIGN(t + d, B0) - ALIGN(t, B0);
+		if
+		:: c != 0 ->
+#if defined(TREE_RELAXED)
+			rmw_add_buf(id, NODE, c, nv);
+			nv = nv + c;
+#elif defined(TREE_RELOAD)
+			rmw_add_mem(id, NODE, c);
+			load(id, NODE, nv);
+#else
+			atomic { buf[id].n == 0 && inbuf[NODE] == 0 ->
+				 nv = mem[NODE] + c; mem[NODE] = nv }
+#endif
+			c = ALIGN(nv, B1) - ALIGN(nv - c, B1);
+			if
+			:: c != 0 -> rmw_add_mem(id, TOP, c)
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi;
+		k++
+	:: else -> break
+	od;
+	done++
+}
+
+init
+{
+	atomic {
+		run drainer(0);
+		run drainer(1);
+		run tadder(0);
+		run tadder(1)
+	}
+	done == 2 && buf[0].n == 0 && buf[1].n == 0;
+	assert(mem[L0] + mem[L1] == total);
+	assert(mem[NODE] == ALIGN(mem[L0], B0) + ALIGN(mem[L1], B0));
+	assert(mem[TOP] == ALIGN(mem[NODE], B1));
+	assert(total - mem[TOP] >= 0 && total - mem[TOP] < TREE_BOUND)
+}
+#else
 #define SBUF_T short
 #define W 0
 #define B 1
@@ -301,3 +410,4 @@ init
 	assert(mem[W] - mem[B] < BOUND && mem[W] - mem[B] > -BOUND)
 #endif
 }
+#endif /* TREE */
