@@ -796,3 +796,87 @@ Test(counter, batch_limits_accepted)
 	expect_state(&c, max, max);
 	tally_counter_destroy(&c);
 }
+
+/* ---- the counter tree (tally_counter_init_tree) --------------------------- */
+
+/* The tree at this machine's slots (up to eight: one node level, units of
+ * 8 * batch), batch 4, pinned: every carry is predictable. */
+Test(counter, tree_exact_values)
+{
+	struct tally_counter c;
+	unsigned n = tally__nr_cpu_slots();
+	pin();
+	cr_assert_eq(tally_counter_init_tree(&c, 100, 3), 0);
+	cr_assert(tally_counter_is_tree(&c));
+	cr_assert_eq(tally_counter_batch(&c), 4);
+	if (n <= 8) /* 1 + (n + 1) * (4 - 1) + one node * (32 - 4) */
+		cr_assert_eq(tally_counter_error_bound(&c), 1 + ((tally_sword)n + 1) * 3 + 28);
+	tally_counter_add(&c, 3); /* w 3: no carry */
+	expect_state(&c, 100, 103);
+	tally_counter_add(&c, 1); /* w 4: the node gets 4, below its unit 32 */
+	expect_state(&c, 100, 104);
+	tally_counter_add(&c, 27); /* w 31: the node 28 */
+	expect_state(&c, 100, 131);
+	tally_counter_add(&c, 1); /* w 32: the node 32, the top gets 32 */
+	expect_state(&c, 132, 132);
+	tally_counter_add(&c, -1); /* w 31: the node 28, the top gives 32 back */
+	expect_state(&c, 100, 131);
+	tally_counter_add(&c, -40); /* w -9: the node -12, the top -32 */
+	expect_state(&c, 68, 91);
+	/* read never above sum, within the bound */
+	cr_assert_lt(tally_counter_sum(&c) - tally_counter_read(&c), tally_counter_error_bound(&c));
+	cr_assert_eq(tally_counter_compare(&c, 91), 0);
+	cr_assert_eq(tally_counter_compare(&c, 90), 1);
+	cr_assert_eq(tally_counter_compare(&c, 92), -1);
+	tally_counter_fold_all(&c); /* the correction: read == sum */
+	expect_state(&c, 91, 91);
+	tally_counter_add(&c, 1); /* w -8: the node -8, no top change */
+	expect_state(&c, 91, 92);
+	tally_counter_destroy(&c);
+}
+
+/* On this machine (fewer than TALLY_COUNTER_TREE_SLOTS slots) batch 0 is
+ * the flat counter; a tree's batch 0 is TALLY_COUNTER_TREE_BATCH. */
+Test(counter, tree_default_choice)
+{
+	struct tally_counter c;
+	cr_assert_eq(tally_counter_init(&c, 0, 0), 0);
+	cr_assert_eq(tally_counter_is_tree(&c), tally__nr_cpu_slots() >= TALLY_COUNTER_TREE_SLOTS);
+	tally_counter_destroy(&c);
+	cr_assert_eq(tally_counter_init(&c, 0, 32), 0);
+	cr_assert(!tally_counter_is_tree(&c), "an explicit batch is the flat counter");
+	tally_counter_destroy(&c);
+	cr_assert_eq(tally_counter_init_tree(&c, 0, 0), 0);
+	cr_assert_eq(tally_counter_batch(&c), TALLY_COUNTER_TREE_BATCH);
+	tally_counter_destroy(&c);
+	cr_assert(!tally_counter_is_tree(NULL));
+}
+
+Test(counter, tree_rejects_bad_batch)
+{
+	struct tally_counter c, copy;
+	memset(&c, 0xa5, sizeof(c));
+	memcpy(&copy, &c, sizeof(c));
+	cr_assert_eq(tally_counter_init_tree(NULL, 0, 0), -EINVAL);
+	cr_assert_eq(tally_counter_init_tree(&c, 0, -1), -EINVAL);
+	/* the top's unit, batch * 8^levels, would not fit */
+	cr_assert_eq(tally_counter_init_tree(&c, 0, TALLY_SWORD_MAX / 2), -EINVAL);
+	cr_assert_eq(tally_counter_init_tree(&c, 0, TALLY_SWORD_MAX), -EINVAL);
+	cr_assert_eq(memcmp(&c, &copy, sizeof(c)), 0, "a rejected init wrote to c");
+	tally_counter_destroy(NULL);
+}
+
+/* Every add's carry reaches the top before it returns: unit adds on one
+ * CPU move the top once per 8 * batch (one node level here). */
+Test(counter, tree_top_writes)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init_tree(&c, 0, 32), 0);
+	if (c.tally__tree.levels == 1) {
+		add_n(&c, 1, 256 * 10 + 255);
+		cr_assert_eq(tally_counter_read(&c), 256 * 10);
+		cr_assert_eq(tally_counter_sum(&c), 256 * 10 + 255);
+	}
+	tally_counter_destroy(&c);
+}

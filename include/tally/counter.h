@@ -52,6 +52,16 @@
  * RMW as the store.
  * For a counter that only grows, base <= w always, so read <= sum and
  * read never goes back.
+ *
+ * A counter tree (tally_counter_init_tree(), and tally_counter_init()
+ * with batch 0 from TALLY_COUNTER_TREE_SLOTS CPU slots up) keeps the same
+ * per-CPU words and fast path, but an add that carries passes the change
+ * of its word's batch-aligned part up a tree of shared words instead of
+ * folding (tally/counter/tree.h: the rule, the bound and its argument,
+ * the top's write rate). Its read never exceeds the exact value and
+ * trails it by less than tally_counter_error_bound(): 0 <= sum - read < E,
+ * whatever the signs of the adds, until a tally_counter_fold_all(), after
+ * which |read - sum| < E.
  */
 #ifndef TALLY_COUNTER_H
 #define TALLY_COUNTER_H
@@ -323,11 +333,15 @@ TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 void tally_counter_add(struct tally_counter *c, tally_sword delta);
 #endif
 
-/*
- * tally_counter_read - the approximate value, O(1): what has been folded.
- * Error: |read - sum| < tally_counter_error_bound(c) = 2 * batch * slots,
- * plus the adds in flight (threads sharing a CPU can each be mid-add). A
- * counter that only grows reads at most its sum and never goes back.
+/**
+ * tally_counter_read - the approximate value, O(1): what has been folded
+ * (a tree: what reached the top).
+ * Error: |read - sum| < tally_counter_error_bound(c) (flat: 2 * batch *
+ * slots), plus the adds in flight (threads sharing a CPU can each be
+ * mid-add). A flat counter that only grows reads at most its sum and
+ * never goes back; a tree reads at most its sum whatever the signs, and
+ * a grow-only tree never goes back, until a tally_counter_fold_all()
+ * (which moves a tree's read by less than the bound, either way).
  * Any thread; wait-free.
  */
 TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
@@ -338,10 +352,12 @@ TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
 }
 
 /**
- * tally_counter_error_bound - 2 * batch * slots (CPU slots + the shared
- * slot): while adds are quiescent |read - sum| is below it (see the top of
- * this file). Always exact: init refuses a batch whose bound would not fit
- * (tally_counter_max_batch()). NULL c: 0. Any thread; wait-free.
+ * tally_counter_error_bound - while adds are quiescent |read - sum| is
+ * below it. Flat: 2 * batch * slots (CPU slots + the shared slot; see the
+ * top of this file), exact: init refuses a batch whose bound would not
+ * fit (tally_counter_max_batch()). A tree: 1 + slots * (batch - 1) + the
+ * nodes' share (tally/counter/tree.h; 22,304 at 256 CPU slots, batch 32).
+ * NULL c: 0. Any thread; wait-free.
  */
 TALLY__INLINE tally_sword tally_counter_error_bound(const struct tally_counter *c)
 {
@@ -373,7 +389,8 @@ TALLY__INLINE tally_uword tally_counter_read_positive(const struct tally_counter
  * samples is within the bound of the events between them. A counter that
  * only grows lags its exact value by less than the bound and never goes
  * back (tally_after() orders its samples while fewer than 2^(W-1) events
- * lie between them), across 2^(W-1) and 2^W alike.
+ * lie between them), across 2^(W-1) and 2^W alike (a tree: until a
+ * tally_counter_fold_all(), see tally_counter_read()).
  * Any thread; wait-free; relaxed. NULL c: 0.
  */
 TALLY__INLINE tally_uword tally_counter_read_monotonic(const struct tally_counter *c)
@@ -418,9 +435,12 @@ static inline tally_uword tally_counter_sum_positive(struct tally_counter *c)
 	return tally_clamp(tally_counter_sum(c));
 }
 
-/*
+/**
  * tally_counter_fold_all - fold every CPU's local count into the shared
  * count, so read == sum while adds are quiescent. Lock-free; any thread.
+ * A tree's per-CPU and node residues cannot move: it sets read's
+ * correction to sum - top, clamped to [0, bound - 1] (exact while adds
+ * are quiescent; with adds beside it |read - sum| stays below the bound).
  */
 static inline void tally_counter_fold_all(struct tally_counter *c)
 {

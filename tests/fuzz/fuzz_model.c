@@ -158,6 +158,8 @@ static struct {
 	int live;
 	tally_uword value; /* initial + every add, modulo 2^W */
 	tally_sword batch;
+	int tree;   /* a counter tree (tally_counter_init_tree) */
+	int folded; /* a tree after fold_all: read may pass sum, by < bound */
 } ctr[NR_COUNTERS];
 
 static tally_sword pick_counter_batch(struct input *in, int *bad)
@@ -189,6 +191,9 @@ static void counter_check(int i)
 		tally_sword d = sgn(UW(UW(read) - UW(sum)));
 		EXPECT(d < bound && d > -bound, "counter %d: read %lld sum %lld bound %lld", i,
 		       LL(read), LL(sum), LL(bound));
+		/* A tree reads at most its sum until a fold_all. */
+		EXPECT(!ctr[i].tree || ctr[i].folded || d <= 0,
+		       "tree %d: read %lld above sum %lld", i, LL(read), LL(sum));
 	}
 }
 
@@ -214,8 +219,28 @@ static void op_counter(struct input *in)
 		if (ctr[i].live)
 			tally_counter_destroy(c);
 		ctr[i].live = 0;
+		if (k & 8) { /* the counter tree: its largest batch is smaller */
+			int r = tally_counter_init_tree(c, initial, batch);
+			op_name = "counter_init_tree";
+			EXPECT(r == 0 || (r == -EINVAL && batch > 1000), "tree batch %lld: %d",
+			       LL(batch), r);
+			if (r)
+				break;
+			EXPECT(tally_counter_is_tree(c), "init_tree made a flat counter");
+			ctr[i].live = 1;
+			ctr[i].tree = 1;
+			ctr[i].folded = 0;
+			ctr[i].value = UW(initial);
+			ctr[i].batch = tally_counter_batch(c);
+			EXPECT(batch ? ctr[i].batch >= batch && ctr[i].batch / 2 < batch
+				     : ctr[i].batch == TALLY_COUNTER_TREE_BATCH,
+			       "tree: asked for batch %lld, got %lld", LL(batch), LL(ctr[i].batch));
+			break;
+		}
 		EXPECT(tally_counter_init(c, initial, batch) == 0, "batch %lld", LL(batch));
 		ctr[i].live = 1;
+		ctr[i].tree = tally_counter_is_tree(c);
+		ctr[i].folded = 0;
 		ctr[i].value = UW(initial);
 		/* The batch in force: the default, or the one asked for (a
 		 * counter may round it up, to less than twice as much). */
@@ -223,7 +248,7 @@ static void op_counter(struct input *in)
 		if (batch)
 			EXPECT(ctr[i].batch >= batch && ctr[i].batch / 2 < batch,
 			       "asked for batch %lld, got %lld", LL(batch), LL(ctr[i].batch));
-		else
+		else if (!ctr[i].tree)
 			EXPECT(ctr[i].batch == tally_counter_default_batch(), "default batch %lld",
 			       LL(ctr[i].batch));
 		break;
@@ -257,6 +282,7 @@ static void op_counter(struct input *in)
 		if (!ctr[i].live)
 			break;
 		tally_counter_fold_all(c);
+		ctr[i].folded = ctr[i].tree;
 		EXPECT(tally_counter_read(c) == sgn(ctr[i].value), "counter %d: read %lld, model %lld",
 		       i, LL(tally_counter_read(c)), LL(sgn(ctr[i].value)));
 		counter_check(i);
