@@ -16,6 +16,10 @@
  *                               on a small machine): a fold every 32 adds
  *   counter_add/tally_nofold    the largest batch: never folds; the bare
  *                               per-CPU add plus the fold check
+ *   counter_add/tally_tree32    a counter tree, batch 32 (the default on
+ *                               64+ CPU slots): against tally_batch32, the
+ *                               tree's carry up a shared line against the
+ *                               flat fold, at the same carry rate
  *   pcpu_add/tally              tally__pcpu_add alone, no fold check
  *
  * Every add benchmark checks the total it produced to the last unit.
@@ -36,12 +40,14 @@
 struct add_case {
 	tally_sword batch; /* 0: the default */
 	struct tally_counter c;
+	int tree; /* tally_counter_init_tree */
 };
 
-static struct add_case add_default = {0, {0}};
+static struct add_case add_default = {0, {0}, 0};
 #ifndef TALLY_BENCH_ATOMIC_TU
-static struct add_case add_batch32 = {32, {0}};
-static struct add_case add_nofold = {-1, {0}}; /* -1: tally_counter_max_batch() */
+static struct add_case add_batch32 = {32, {0}, 0};
+static struct add_case add_nofold = {-1, {0}, 0}; /* -1: tally_counter_max_batch() */
+static struct add_case add_tree32 = {32, {0}, 1};
 #endif
 
 static uint64_t expected_total(const struct cbench_state *s)
@@ -53,6 +59,8 @@ static int add_setup(struct cbench_state *s, void *arg)
 {
 	struct add_case *a = (struct add_case *)arg;
 	(void)s;
+	if (a->tree)
+		return tally_counter_init_tree(&a->c, 0, a->batch);
 	return tally_counter_init(&a->c, 0, a->batch < 0 ? tally_counter_max_batch() : a->batch);
 }
 
@@ -62,6 +70,7 @@ static void add_teardown(struct cbench_state *s, void *arg)
 	cbench_check(s, (uint64_t)tally_counter_sum(&a->c) == expected_total(s),
 		     "tally_counter_sum is not exact");
 	cbench_counter(s, "batch", (double)tally_counter_batch(&a->c), 0);
+	cbench_counter(s, "bound", (double)tally_counter_error_bound(&a->c), 0);
 	tally_counter_destroy(&a->c);
 }
 
@@ -156,6 +165,9 @@ CBENCH_INIT(register_counter)
 					add_setup, add_teardown));
 	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally_nofold", add_body,
 							&add_nofold),
+					add_setup, add_teardown));
+	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally_tree32", add_body,
+							&add_tree32),
 					add_setup, add_teardown));
 #endif
 	cbench_env_threads(cbench_setup(cbench_register("pcpu_add/" TALLY_NAME, raw_body, NULL),

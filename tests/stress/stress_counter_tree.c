@@ -52,7 +52,8 @@ static void *writer_main(void *arg)
 #if TALLY_PCPU_MODE == 3
 	tally__thread_slot_set(w->id);
 #endif
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && w->ops < cap) {
+	long long ops = 0;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && ops < cap) {
 		for (int i = 0; i < CHUNK; i++) {
 			uint64_t r = harness_next(&rng);
 			long long d = (r >> 8) % 64 == 0 ? harness_range(&rng, -20000, 20000)
@@ -61,7 +62,8 @@ static void *writer_main(void *arg)
 			tally_counter_add(&dflt, (tally_sword)d);
 			w->total += d;
 		}
-		w->ops += CHUNK;
+		ops += CHUNK;
+		__atomic_store_n(&w->ops, ops, __ATOMIC_RELAXED); /* main polls it */
 	}
 	return NULL;
 }
@@ -133,7 +135,7 @@ int main(void)
 	tally_sword bound, levels_unit;
 
 	nthreads = TALLY_PCPU_MODE == 3 ? (int)(slots < MAXT ? slots : MAXT) : 6;
-	cap = (long long)(4000000 / nthreads);
+	cap = (long long)(2000000 / nthreads);
 	initial = TALLY_SWORD_MAX - 1000000; /* crosses the signed wrap */
 	CHECK_EQ(tally_counter_init_tree(&tree, initial, 0), 0);
 	CHECK(tally_counter_is_tree(&tree), "init_tree made a flat counter");
