@@ -46,12 +46,15 @@ static const struct update_case ops[7] = {
 
 /* The update without the carry check and its fence (what tally_vec_mod
  * and tally_vec_inc were before it): the baseline of its cost. */
-static inline void update_nocarry(unsigned item, tally_sword d, enum tally__fold_kind kind)
+static inline int update_nocarry(struct tally_vec *v, unsigned item, tally_sword d,
+				 enum tally__fold_kind kind)
 {
 	unsigned s;
-	tally__pcpu_add(&g_vec.tally__pcpu, (size_t)item * g_vec.tally__item_stride,
-			(tally_uword)d, &s);
-	tally__vec_fold_slot(&g_vec, s, item, kind);
+	if (tally__bad(!v || item >= v->tally__nr_items))
+		return -EINVAL;
+	tally__pcpu_add(&v->tally__pcpu, (size_t)item * v->tally__item_stride, (tally_uword)d, &s);
+	tally__vec_fold_slot(v, s, item, kind);
+	return 0;
 }
 static const enum reader readers[4] = {RD_READ, RD_MONOTONIC, RD_EXACT, RD_FOLD};
 
@@ -93,9 +96,9 @@ static void update_body(struct cbench_state *s, void *arg)
 				else if (o == OP_INC)
 					tally_vec_inc(&g_vec, 0);
 				else if (o == OP_MOD_NOCARRY)
-					update_nocarry(0, 1, TALLY__FOLD_PAST);
+					update_nocarry(&g_vec, 0, 1, TALLY__FOLD_PAST);
 				else if (o == OP_INC_NOCARRY)
-					update_nocarry(0, 1, TALLY__FOLD_UP);
+					update_nocarry(&g_vec, 0, 1, TALLY__FOLD_UP);
 				else
 					tally_vec_mod(&g_vec, item++ % ITEMS, 1);
 			}

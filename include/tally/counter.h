@@ -185,8 +185,8 @@ static inline tally_sword tally_counter_max_batch(void)
  * corrects read by a clamped amount (the residues stay in the words).
  * batch: 1.. (rounded up to a power of two; refused when the top's unit
  * or the bound would not fit a tally_sword), or 0 for
- * TALLY_COUNTER_TREE_BATCH. Memory: the per-CPU words, plus one cache
- * line per node (37 at 256 slots).
+ * TALLY_COUNTER_TREE_BATCH. Memory: the per-CPU words, plus one
+ * TALLY_CACHELINE per node (37 at 256 slots: 4,736 bytes).
  * Returns 0, -EINVAL (NULL c, batch out of range; c untouched) or -ENOMEM.
  * Not concurrent with any other call on c.
  */
