@@ -14,9 +14,9 @@
  *     batch-aligned parts, level by level), so read is that exact value;
  *   - 0 <= sum - read < tally_counter_error_bound() (22,304 at 256 slots,
  *     batch 32); after fold_all, read == sum.
- * Then unit adds, 2^20 of them spread over the slots: the top is written
+ * Then unit adds, 2^18 of them spread over the slots: the top is written
  * once per b * 8^levels units (its value says how often), at most
- * 2^20 / (b * 8^levels) times; printed as writes per million adds.
+ * 2^18 / (b * 8^levels) times; printed as writes per million adds.
  * A counter made with tally_counter_init(c, 0, 0) is a tree exactly when
  * there are TALLY_COUNTER_TREE_SLOTS slots or more.
  */
@@ -135,7 +135,7 @@ int main(void)
 	tally_sword bound, levels_unit;
 
 	nthreads = TALLY_PCPU_MODE == 3 ? (int)(slots < MAXT ? slots : MAXT) : 6;
-	cap = (long long)(2000000 / nthreads);
+	cap = (long long)(1000000 / nthreads);
 	initial = TALLY_SWORD_MAX - 1000000; /* crosses the signed wrap */
 	CHECK_EQ(tally_counter_init_tree(&tree, initial, 0), 0);
 	CHECK(tally_counter_is_tree(&tree), "init_tree made a flat counter");
@@ -195,7 +195,7 @@ int main(void)
 
 	/* Unit adds: how often the top is written. */
 	CHECK_EQ(tally_counter_init_tree(&tree, 0, 0), 0);
-	units = 1ll << 20;
+	units = 1ll << 18;
 	for (int i = 0; i < nthreads; i++) {
 		w[i].units = units / nthreads + (i < units % nthreads);
 		if (pthread_create(&w[i].tid, NULL, unit_main, &w[i]))
