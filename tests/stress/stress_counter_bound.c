@@ -107,8 +107,9 @@ int main(void)
 		CHECK(0, "batch %lld is refused", (long long)(max / 2 + 1));
 	}
 
-	/* The issue's walk at the largest batch: -(batch - 1), then -1 per
-	 * CPU; and the positive side, batch - 2 then 1. */
+	/* The walk that broke the old bound, at the largest batch:
+	 * -(batch - 1), then -1 per CPU; and the positive side, batch - 2
+	 * then 1. */
 	walk_cpus(max, -1, -1);
 	walk_cpus(max, 1, 1);
 	return harness_exit("stress_counter_bound");
