@@ -63,34 +63,40 @@
 extern "C" {
 #endif
 
-struct tally__counter_pcpu {
-	tally_uword w;    /* never reset; written by tally__pcpu_add only */
-	tally_uword base; /* w up to the last fold; changed by CAS only */
-	/* The shared count (initial + everything folded) lives here in the
-	 * shared slot's chunk only: on a line of its own, away from the
-	 * struct's read-mostly fields that every add loads, so a fold on one
-	 * CPU does not evict them from the others. */
-	tally_uword count;
-};
-
+/*
+ * Where the words are (tally/pcpu/arena.h): per CPU slot, w in the hot
+ * arena (8 bytes, written by tally__pcpu_add only: that CPU's line, dense
+ * with other counters' w) and base in the cold arena (8 bytes, moved by
+ * folds, which fold_all runs from any thread); the shared count (initial
+ * + everything folded) in the shared arena, among other counts, which
+ * folds on every CPU add to. So an add touches one line that only its CPU
+ * writes, a fold from elsewhere never evicts it, and a counter costs
+ * 16 bytes per slot plus one shared word.
+ */
 struct tally_counter {
 	/* private: use the tally_counter_* calls */
 	tally_uword tally__initial; /* initial value */
 	tally_sword tally__batch;   /* a power of two */
 	tally_uword tally__carry;   /* ~(batch - 1): the bits a carry changes */
-	struct tally__pcpu tally__pcpu;
+	struct tally__pcpu tally__pcpu;  /* per slot: w, never reset */
+	struct tally__pcpu tally__bases; /* per slot: base, w up to the last fold; CAS only */
+	struct tally__pcpu tally__shared; /* one word: the shared count */
 };
 
-TALLY__INLINE struct tally__counter_pcpu *tally__counter_slot(const struct tally_counter *c,
-							      unsigned s)
+TALLY__INLINE tally_uword *tally__counter_w(const struct tally_counter *c, unsigned s)
 {
-	return (struct tally__counter_pcpu *)tally__pcpu_at(&c->tally__pcpu, s, 0);
+	return (tally_uword *)tally__pcpu_at(&c->tally__pcpu, s, 0);
 }
 
-/* The shared count: in the shared slot's chunk (see tally__counter_pcpu). */
+TALLY__INLINE tally_uword *tally__counter_base(const struct tally_counter *c, unsigned s)
+{
+	return (tally_uword *)tally__pcpu_at(&c->tally__bases, s, 0);
+}
+
+/* The shared count (see above). */
 TALLY__INLINE tally_uword *tally__counter_count(const struct tally_counter *c)
 {
-	return &tally__counter_slot(c, c->tally__pcpu.nr)->count;
+	return (tally_uword *)(void *)c->tally__shared.base;
 }
 
 /* Smallest power of two >= n (n <= 2^(W-2)). */
@@ -131,9 +137,18 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	if (tally__bad(!c || batch < 0 || batch > TALLY_SWORD_MAX / 2))
 		return -EINVAL;
 	batch = batch ? tally__pow2_ceil(batch) : tally_counter_default_batch();
-	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(struct tally__counter_pcpu));
+	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(tally_uword));
 	if (err)
 		return err;
+	err = tally__pcpu_alloc_kind(&c->tally__bases, sizeof(tally_uword), TALLY__ARENA_COLD);
+	if (!err)
+		err = tally__pcpu_alloc_kind(&c->tally__shared, sizeof(tally_uword),
+					     TALLY__ARENA_SHARED);
+	if (err) {
+		tally__pcpu_free(&c->tally__bases);
+		tally__pcpu_free(&c->tally__pcpu);
+		return err;
+	}
 	*tally__counter_count(c) = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__batch = batch;
@@ -145,8 +160,11 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
  * Not concurrent with any other call on c. */
 static inline void tally_counter_destroy(struct tally_counter *c)
 {
-	if (c)
+	if (c) {
 		tally__pcpu_free(&c->tally__pcpu);
+		tally__pcpu_free(&c->tally__bases);
+		tally__pcpu_free(&c->tally__shared);
+	}
 }
 
 /*
@@ -159,9 +177,8 @@ static inline void tally_counter_destroy(struct tally_counter *c)
 TALLY__COLD void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 					  tally_sword limit)
 {
-	struct tally__counter_pcpu *p = tally__counter_slot(c, s);
 	tally__fence();
-	tally__pcpu_fold(&p->w, &p->base, tally__counter_count(c), limit,
+	tally__pcpu_fold(tally__counter_w(c, s), tally__counter_base(c, s), tally__counter_count(c), limit,
 			 limit > 1 ? TALLY__FOLD_AT : TALLY__FOLD_ALL);
 }
 
@@ -184,8 +201,7 @@ TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 	tally_uword nv;
 	if (tally__bad(!c))
 		return;
-	nv = tally__pcpu_add(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w),
-			     (tally_uword)delta, &s);
+	nv = tally__pcpu_add(&c->tally__pcpu, 0, (tally_uword)delta, &s);
 	/* Did w cross a multiple of batch? (old = nv - delta, modular) */
 	if (tally__unlikely(((nv ^ (nv - (tally_uword)delta)) & c->tally__carry) != 0))
 		tally__counter_fold_slot(c, s, c->tally__batch);
@@ -269,7 +285,7 @@ static inline tally_uword tally_counter_sum_monotonic(struct tally_counter *c)
 	if (tally__bad(!c))
 		return 0;
 	return c->tally__initial +
-	       tally__pcpu_sum(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w));
+	       tally__pcpu_sum(&c->tally__pcpu, 0);
 }
 
 /*

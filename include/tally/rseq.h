@@ -83,32 +83,71 @@ TALLY__INLINE int tally__rseq_cpu(void)
 }
 
 #if TALLY__HAVE_RSEQ
+/* The slot address inside a section: cpu << shift, with BMI2's shlx where
+ * the target has it, else a shift by %cl. */
+#  if defined(__BMI2__)
+#    define TALLY__RSEQ_SHIFT "shlxq %q[shift], %q[addr], %q[addr]\n\t"
+#    define TALLY__RSEQ_SHIFT_REG "r"
+#  else
+#    define TALLY__RSEQ_SHIFT "shlq %%cl, %q[addr]\n\t"
+#    define TALLY__RSEQ_SHIFT_REG "c"
+#  endif
+/* After a section: clear rseq_cs, or leave it (TALLY_RSEQ_CLEAR_CS). */
+#  if TALLY_RSEQ_CLEAR_CS
+#    define TALLY__RSEQ_CLEAR "movq $0, %%fs:%c[cs](%[rs])\n\t"
+#  else
+#    define TALLY__RSEQ_CLEAR ""
+#  endif
 /*
- * tally__rseq_add - add d to the word at byte offset off of the current
- * CPU's chunk (chunk c at base + c * stride), in a restartable critical
- * section on glibc's registered rseq area.
+ * tally__rseq_add - add d to the word at p + (cpu << shift), cpu the
+ * current CPU, in a restartable critical section on glibc's registered
+ * rseq area.
  *
  * Returns true with the word's new value in *newval and the CPU in *slot.
  * Returns false, having changed nothing, when the caller must use an
- * atomic RMW instead: rseq is not registered (__rseq_size == 0: valgrind,
- * GLIBC_TUNABLES=glibc.pthread.rseq=0), the CPU number is >= nr (a CPU
- * beyond the slots counted at allocation), or this thread's registration
- * failed (cpu_id != cpu_id_start; the process-wide __rseq_size says
- * other threads may be in critical sections, so use the shared slot).
+ * atomic RMW instead: the CPU number is >= nr (a CPU beyond the slots
+ * counted at allocation), or this thread has no registration
+ * (cpu_id != cpu_id_start: glibc leaves cpu_id_start 0 and sets cpu_id to
+ * RSEQ_CPU_ID_REGISTRATION_FAILED when it registers nothing, under
+ * valgrind or GLIBC_TUNABLES=glibc.pthread.rseq=0). So the fast path needs
+ * no check of __rseq_size: a thread without rseq stores its rseq_cs field
+ * (user space's, ignored by a kernel that has no registration for it),
+ * finds the ids differ and leaves; the caller's fallback reads __rseq_size
+ * to choose its slot.
  *
  * The section, in the kernel's terms: start_ip at 1, post_commit_ip at 2,
  * abort_ip at 4 (preceded by glibc's RSEQ_SIG, 0x0f 0xb9 0x3d then the
  * 4 signature bytes, so the bytes decode as ud1). Preemption, migration or
  * a signal between 1 and 2 sends the thread to 4 with rseq_cs cleared by
  * the kernel; 4 re-arms and retries. Inside: load cpu_id_start, bound-check
- * it, compute the slot address, check cpu_id == cpu_id_start, then load,
- * add and store the word. The store is the commit: one instruction, so an
- * abort either happened before it (nothing written) or not at all.
+ * it, shift it and add p, check cpu_id == cpu_id_start, then load, add and
+ * store the word. The store is the commit: one instruction, so an abort
+ * either happened before it (nothing written) or not at all. The abort and
+ * the two exits to the fallback are out of line (.subsection 1), so the
+ * path taken is straight-line code.
  *
- * After the section rseq_cs is set back to 0, so no thread keeps a pointer
- * to a descriptor that a dlclose() could unmap (the kernel reads it at the
- * next preemption). Only rseq_cs is written; cpu_id_start and cpu_id
- * belong to the kernel and are only read.
+ * The instructions, and why each is there (the caller's load of
+ * __rseq_offset, of p, shift and nr aside): lea + store of rseq_cs (arm
+ * the section: what makes it restartable); load cpu_id_start (which slot);
+ * cmp + jae against nr (TALLY_CPU_SLOTS may count fewer slots than the
+ * machine has CPUs: never write past the regions); mov + shift + add (the
+ * slot's address: no multiply); cmp cpu_id + jne (a thread that has no
+ * registration, see above); load, add, store (the update; the new value is
+ * what the counter's carry check reads). With TALLY_RSEQ_CLEAR_CS, one
+ * store more: rseq_cs = 0.
+ *
+ * rseq_cs after the section: the kernel reads the descriptor it points to
+ * at the thread's next preemption, migration or signal, and clears the
+ * pointer then if the thread is outside the section. If the code that
+ * holds the descriptor was unmapped in between (dlclose() of a shared
+ * object that used tally), that read faults and the kernel kills the
+ * thread with SIGSEGV: the uapi header says user space must clear rseq_cs
+ * before reclaiming the memory of the descriptor it points to, and a
+ * header cannot do that for other threads. librseq leaves it set and
+ * leaves that duty to its users. tally clears it where the descriptor
+ * can go away (TALLY_RSEQ_CLEAR_CS, default: in position-independent code
+ * that is not an executable) and leaves it set in executables, whose code
+ * is never unmapped: one store per update saved where that is safe.
  *
  * The descriptor lives in section __tally_rseq_cs ("aw": it holds
  * absolute addresses, relocated at load time in PIE and shared objects)
@@ -125,14 +164,12 @@ TALLY__INLINE int tally__rseq_cpu(void)
  * see the accesses inside the asm: ThreadSanitizer checks the atomic path
  * through the TALLY_PCPU_MODE=1 builds of the stress programs.
  */
-TALLY__INLINE bool tally__rseq_add(unsigned char *base, size_t stride, unsigned nr, size_t off,
-				   tally_uword d, tally_uword *newval, unsigned *slot)
+TALLY__INLINE bool tally__rseq_add(unsigned char *p, unsigned shift, unsigned nr, tally_uword d,
+				   tally_uword *newval, unsigned *slot)
 {
 	unsigned cpu;
 	uintptr_t addr;
 	tally_uword nv;
-	if (tally__unlikely(__rseq_size == 0))
-		return false;
 	__asm__ __volatile__(
 		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
 		".balign 32\n\t"
@@ -141,22 +178,24 @@ TALLY__INLINE bool tally__rseq_add(unsigned char *base, size_t stride, unsigned 
 		".quad 1f, 2f - 1f, 4f\n\t"  /* start_ip, post_commit_offset, abort_ip */
 		".popsection\n\t"
 		"0:\n\t"
-		"leaq 3b(%%rip), %[addr]\n\t"
-		"movq %[addr], %%fs:%c[cs](%[rs])\n\t"
+		"leaq 3b(%%rip), %q[addr]\n\t"
+		"movq %q[addr], %%fs:%c[cs](%[rs])\n\t"
 		"1:\n\t"
 		"movl %%fs:%c[start](%[rs]), %[cpu]\n\t"
 		"cmpl %[nr], %[cpu]\n\t"
 		"jae 5f\n\t"
 		"movl %[cpu], %k[addr]\n\t"
-		"imulq %[stride], %[addr]\n\t"
-		"addq %[base], %[addr]\n\t"
+		TALLY__RSEQ_SHIFT
+		"addq %[p], %q[addr]\n\t"
 		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
 		"jne 6f\n\t"
-		"mov (%[addr]), %[nv]\n\t"
+		"mov (%q[addr]), %[nv]\n\t"
 		"add %[d], %[nv]\n\t"
-		"mov %[nv], (%[addr])\n\t"  /* commit */
+		"mov %[nv], (%q[addr])\n\t"  /* commit */
 		"2:\n\t"
-		"jmp 5f\n\t"
+		TALLY__RSEQ_CLEAR
+		"7:\n\t"
+		".subsection 1\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long %c[sig]\n\t"
 		"4:\n\t"
@@ -164,12 +203,15 @@ TALLY__INLINE bool tally__rseq_add(unsigned char *base, size_t stride, unsigned 
 		"6:\n\t"
 		"movl $-1, %[cpu]\n\t"
 		"5:\n\t"
-		"movq $0, %%fs:%c[cs](%[rs])\n\t"
+		TALLY__RSEQ_CLEAR
+		"jmp 7b\n\t"
+		".previous\n\t"
 		: [cpu] "=&r"(cpu), [addr] "=&r"(addr), [nv] "=&r"(nv)
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
 		  [start] "i"(offsetof(struct rseq, cpu_id_start)),
-		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "r"(nr), [stride] "r"(stride),
-		  [base] "r"(base + off), [d] "re"(d), [sig] "i"(RSEQ_SIG)
+		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "rmi"(nr),
+		  [shift] TALLY__RSEQ_SHIFT_REG(shift), [p] "rm"(p), [d] "re"(d),
+		  [sig] "i"(RSEQ_SIG)
 		: "memory", "cc");
 	if (tally__unlikely(cpu >= nr))
 		return false;

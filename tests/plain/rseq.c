@@ -89,7 +89,7 @@ static void check_placement(int fast)
 		nv = 0;
 		slot = 12345;
 		{
-			bool took = tally__rseq_add(p.base, p.stride, p.nr, 0, 5, &nv, &slot);
+			bool took = tally__rseq_add(p.base, p.shift, p.nr, 5, &nv, &slot);
 			CHECK(took == (bool)fast, "fast path %s on CPU %d",
 			      took ? "taken" : "declined", cpu);
 			if (took) {
@@ -101,7 +101,7 @@ static void check_placement(int fast)
 			}
 			/* A CPU beyond the slots: declined, nothing written. */
 			before[0] = word(&p, (unsigned)cpu);
-			took = tally__rseq_add(p.base, p.stride, (unsigned)cpu, 0, 5, &nv, &s);
+			took = tally__rseq_add(p.base, p.shift, (unsigned)cpu, 5, &nv, &s);
 			CHECK(!took, "CPU %d >= nr %d must decline", cpu, cpu);
 			CHECK(word(&p, (unsigned)cpu) == before[0], "bound fail wrote");
 		}

@@ -46,8 +46,8 @@ struct tally__rstat_dirty {
  */
 struct tally__rstat_cpu {
 	/* The slot's updated tree: this group's updated children, linked by
-	 * upd_next and ended by this group itself (upd_children == the group
-	 * when none), doubly linked by upd_prev (NULL for the first child) so
+	 * upd_next and ended by this group itself (upd_children == the group,
+	 * or NULL as a slot starts zeroed, when none), doubly linked by upd_prev (NULL for the first child) so
 	 * a detach is O(1). upd_next == NULL: not in the updated tree; the
 	 * root links to itself. */
 	struct tally_group *upd_children;

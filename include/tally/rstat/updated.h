@@ -143,6 +143,14 @@ extern long syscall(long number, ...);
 #  define tally__tsan_acquire(p) ((void)(p))
 #endif
 
+/* The flush generation after gen, skipping 0: a group's per-slot anc_gen
+ * starts at 0 (the arena's zero page, left untouched), and must not equal
+ * the generation of any flush (tally/rstat/threshold.h). */
+TALLY__INLINE unsigned long tally__rstat_gen_next(unsigned long gen)
+{
+	return gen + 1ul ? gen + 1ul : 1ul;
+}
+
 TALLY__INLINE struct tally__rstat_cpu *tally__rstat_cpu(const struct tally_group *g, unsigned s)
 {
 	return (struct tally__rstat_cpu *)tally__pcpu_at(&g->tally__pcpu, s, 0);
@@ -442,8 +450,6 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 	unsigned cpu;
 	uintptr_t addr;
 	uint64_t tmp; /* the word (at its width), then a bit word */
-	if (tally__unlikely(__rseq_size == 0))
-		return 0;
 	__asm__ __volatile__(
 		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
 		".balign 32\n\t"
@@ -464,7 +470,7 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		"cmpl %[nr], %[cpu]\n\t"
 		"jae 6f\n\t"
 		"movl %[cpu], %k[addr]\n\t"
-		"imulq %[stride], %[addr]\n\t"
+		TALLY__RSEQ_SHIFT
 		"addq %[base], %[addr]\n\t"
 		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
 		"jne 6f\n\t"
@@ -511,7 +517,7 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
 		  [start] "i"(offsetof(struct rseq, cpu_id_start)),
 		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "rm"(p->nr),
-		  [stride] "rm"(p->stride), [base] "r"(p->base + off), [d] "re"(d),
+		  [shift] TALLY__RSEQ_SHIFT_REG(p->shift), [base] "rm"(p->base + off), [d] "re"(d),
 		  [dstride] "rm"(g->tally__dirty.stride), [blk] "rm"(g->tally__dirty.block),
 		  [loff] "r"(g->tally__dirty.own_leaf_off), [bit] "rm"(g->tally__dirty.bit),
 		  [sbit] "rm"(g->tally__dirty.sbit),
@@ -542,6 +548,8 @@ static inline void tally__rstat_link(struct tally_group *g, unsigned s)
 		}
 		pc = tally__rstat_cpu(p, s);
 		first = pc->upd_children;
+		if (!first)
+			first = p; /* a zero slot (never linked): no children */
 		c->upd_next = first;
 		c->upd_prev = NULL;
 		if (first != p)
@@ -590,7 +598,7 @@ static inline struct tally_group *tally__rstat_detach(struct tally_group *g, uns
 		stack = x->tally__walk_next;
 		*tail = x;
 		tail = &xc->flush_next;
-		for (ch = xc->upd_children; ch != x;) {
+		for (ch = xc->upd_children ? xc->upd_children : x; ch != x;) {
 			struct tally__rstat_cpu *cc = tally__rstat_cpu(ch, s);
 			struct tally_group *next = cc->upd_next;
 			cc->upd_next = NULL;
