@@ -197,14 +197,14 @@ TALLY__COLD void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 #if TALLY__API_BODY
 TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 {
-	unsigned s;
-	tally_uword nv;
+	tally_uword nv, *w;
 	if (tally__bad(!c))
 		return;
-	nv = tally__pcpu_add(&c->tally__pcpu, 0, (tally_uword)delta, &s);
+	nv = tally__pcpu_add_small(&c->tally__pcpu, 0, (tally_uword)delta, &w);
 	/* Did w cross a multiple of batch? (old = nv - delta, modular) */
 	if (tally__unlikely(((nv ^ (nv - (tally_uword)delta)) & c->tally__carry) != 0))
-		tally__counter_fold_slot(c, s, c->tally__batch);
+		tally__counter_fold_slot(c, tally__pcpu_slot_of(&c->tally__pcpu, w, 0),
+					 c->tally__batch);
 }
 #else
 void tally_counter_add(struct tally_counter *c, tally_sword delta);

@@ -121,43 +121,99 @@ TALLY__INLINE unsigned tally__cpu(void)
 #endif
 }
 
-/* tally__pcpu_add()'s fallback: a relaxed atomic RMW, on the shared slot
- * if other threads may be adding plainly to the CPU slots. */
-TALLY__COLD tally_uword tally__pcpu_add_atomic(const struct tally__pcpu *p, size_t off,
-					      tally_uword d, unsigned *slot)
+/* The slot of the word at w, a word at offset off of p's object. */
+TALLY__INLINE unsigned tally__pcpu_slot_of(const struct tally__pcpu *p, const void *w, size_t off)
 {
+	return (unsigned)(((uintptr_t)w - (uintptr_t)(p->base + off)) >> p->shift);
+}
+
+/* tally__pcpu_add_word()'s fallback: a relaxed atomic RMW, on the shared
+ * slot if other threads may be adding plainly to the CPU slots. Returns
+ * the new value and the word's address by value (so the caller's pointer
+ * stays in a register on the fast path). */
+struct tally__pcpu_added {
+	tally_uword nv;
+	tally_uword *word;
+};
+
+TALLY__COLD struct tally__pcpu_added tally__pcpu_add_atomic(const struct tally__pcpu *p,
+							     size_t off, tally_uword d)
+{
+	struct tally__pcpu_added r;
 	unsigned s;
 #if TALLY__HAVE_RSEQ
 	s = tally__rseq_registered() ? p->nr : tally__cpu() % p->nr;
 #else
 	s = tally__cpu() % p->nr;
 #endif
-	*slot = s;
-	return tally__add((tally_uword *)tally__pcpu_at(p, s, off), d);
+	r.word = (tally_uword *)tally__pcpu_at(p, s, off);
+	r.nv = tally__add(r.word, d);
+	return r;
 }
 
 /*
- * tally__pcpu_add - add d to the word at offset off in the current CPU's
- * slot; return the word's new value and, in *slot, the slot it landed in.
+ * tally__pcpu_add_word - add d to the word at offset off in the current
+ * CPU's slot; return the word's new value and, in *word, the address of
+ * the word it landed in (tally__pcpu_slot_of() gives its slot).
  *
  * Wait-free. With rseq, a plain add in a restartable critical section on
  * the CPU the thread is running on; otherwise a relaxed atomic RMW on the
  * slot of the CPU it ran on a moment ago (correct even if it migrated).
  * Relaxed: orders nothing; callers that publish with the add fence.
  */
+TALLY__INLINE tally_uword tally__pcpu_add_word(const struct tally__pcpu *p, size_t off,
+					       tally_uword d, tally_uword **word)
+{
+#if TALLY__HAVE_RSEQ
+	tally_uword nv, *w;
+	struct tally__pcpu_added r;
+	if (tally__likely(tally__rseq_add(p->base + off, p->shift, p->nr, d, &nv, &w))) {
+		*word = w;
+		return nv;
+	}
+	r = tally__pcpu_add_atomic(p, off, d);
+	*word = r.word;
+	return r.nv;
+#else
+	unsigned s = tally__cpu() % p->nr;
+	*word = (tally_uword *)tally__pcpu_at(p, s, off);
+	return tally__add(*word, d);
+#endif
+}
+
+/*
+ * tally__pcpu_add_small - tally__pcpu_add_word() for an object allocated
+ * with at most 2^TALLY_PCPU_REGION_SHIFT bytes per slot (a counter's
+ * word), whose chunk's regions are exactly that far apart
+ * (tally__arena_alloc()): the slot's address is a shift by a constant, no
+ * load of the object's shift.
+ */
+TALLY__INLINE tally_uword tally__pcpu_add_small(const struct tally__pcpu *p, size_t off,
+						tally_uword d, tally_uword **word)
+{
+#if TALLY__HAVE_RSEQ
+	tally_uword nv, *w;
+	struct tally__pcpu_added r;
+	if (tally__likely(tally__rseq_add_small(p->base + off, p->nr, d, &nv, &w))) {
+		*word = w;
+		return nv;
+	}
+	r = tally__pcpu_add_atomic(p, off, d);
+	*word = r.word;
+	return r.nv;
+#else
+	return tally__pcpu_add_word(p, off, d, word);
+#endif
+}
+
+/* tally__pcpu_add_word(), with the slot the add landed in in *slot. */
 TALLY__INLINE tally_uword tally__pcpu_add(const struct tally__pcpu *p, size_t off,
 					  tally_uword d, unsigned *slot)
 {
-#if TALLY__HAVE_RSEQ
-	tally_uword nv;
-	if (tally__likely(tally__rseq_add(p->base + off, p->shift, p->nr, d, &nv, slot)))
-		return nv;
-	return tally__pcpu_add_atomic(p, off, d, slot);
-#else
-	unsigned s = tally__cpu() % p->nr;
-	*slot = s;
-	return tally__add((tally_uword *)tally__pcpu_at(p, s, off), d);
-#endif
+	tally_uword *w;
+	tally_uword nv = tally__pcpu_add_word(p, off, d, &w);
+	*slot = tally__pcpu_slot_of(p, w, off);
+	return nv;
 }
 
 /*

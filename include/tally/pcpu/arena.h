@@ -215,7 +215,9 @@ static inline struct tally__arena_chunk *tally__arena_chunk_new(struct tally__ar
 	struct tally__arena_chunk *c;
 	unsigned shift = TALLY_PCPU_REGION_SHIFT;
 	size_t page = tally__arena_page(), region, total, words;
-	while (((size_t)1 << shift) < page || ((size_t)1 << shift) < bytes) {
+	/* Exactly TALLY_PCPU_REGION_SHIFT for every object that fits it
+	 * (tally__pcpu_add_small() relies on it), whatever the page size. */
+	while (((size_t)1 << shift) < bytes) {
 		if (shift + 2u >= 8u * sizeof(size_t))
 			return NULL;
 		shift++;
@@ -223,7 +225,10 @@ static inline struct tally__arena_chunk *tally__arena_chunk_new(struct tally__ar
 	region = (size_t)1 << shift;
 	if (a->regions > ((size_t)-1 >> shift))
 		return NULL;
-	total = (size_t)a->regions << shift;
+	total = ((size_t)a->regions << shift) + page - 1;
+	if (total < page)
+		return NULL;
+	total = total / page * page;
 	words = (region / TALLY__ARENA_GRANULE + 63) / 64;
 	c = (struct tally__arena_chunk *)calloc(1, sizeof(*c) + 2 * words * sizeof(uint64_t));
 	if (!c)
@@ -257,6 +262,14 @@ static inline struct tally__arena_chunk *tally__arena_chunk_new(struct tally__ar
 	return c;
 }
 
+/* The bytes of c's mapping: its regions, rounded up to a page. */
+static inline size_t tally__arena_map_bytes(const struct tally__arena *a,
+					    const struct tally__arena_chunk *c)
+{
+	size_t page = tally__arena_page();
+	return (((size_t)a->regions << c->shift) + page - 1) / page * page;
+}
+
 static inline void tally__arena_chunk_delete(struct tally__arena *a, struct tally__arena_chunk *c)
 {
 	struct tally__arena_chunk **pp = &a->chunks;
@@ -265,7 +278,7 @@ static inline void tally__arena_chunk_delete(struct tally__arena *a, struct tall
 	*pp = c->next;
 #if TALLY__ARENA_MMAP
 	if (c->mapped)
-		munmap(c->map, (size_t)a->regions << c->shift);
+		munmap(c->map, tally__arena_map_bytes(a, c));
 	else
 #endif
 		free(c->map);

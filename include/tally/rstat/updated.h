@@ -419,8 +419,8 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
  * tally__rstat_rseq_mod - tally_group_mod()'s word add and dirty marking
  * on x86_64 with rseq, without a barrier: two restartable sections on
  * glibc's rseq area (the first is tally__rseq_add()'s, see tally/rseq.h).
- *   section 1: on the current CPU c (< nr, registered), word += d (the
- *              commit).
+ *   section 1: on the current CPU c (cpu_id < nr: registered, and within
+ *              the slots; see tally__rseq_add()), word += d (the commit).
  *   section 2: if still on c, in the owner's half of slot c's record:
  *              own_leaf |= bit; own_summary |= sbit (plain loads and
  *              stores; the summary store is the commit). An abort (a
@@ -466,14 +466,12 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		"leaq 3b(%%rip), %q[tmp]\n\t"
 		"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"
 		"1:\n\t"
-		"movl %%fs:%c[start](%[rs]), %[cpu]\n\t"
+		"movl %%fs:%c[id](%[rs]), %[cpu]\n\t"
 		"cmpl %[nr], %[cpu]\n\t"
 		"jae 6f\n\t"
 		"movl %[cpu], %k[addr]\n\t"
-		TALLY__RSEQ_SHIFT
+		"shlq %%cl, %[addr]\n\t"
 		"addq %[base], %[addr]\n\t"
-		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
-		"jne 6f\n\t"
 		"mov (%[addr]), %" TALLY__RSTAT_WREG "[tmp]\n\t"
 		"add %" TALLY__RSTAT_WREG "[d], %" TALLY__RSTAT_WREG "[tmp]\n\t"
 		"mov %" TALLY__RSTAT_WREG "[tmp], (%[addr])\n\t" /* commit 1 */
@@ -515,9 +513,8 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		"movq $0, %%fs:%c[cs](%[rs])\n\t"
 		: [cpu] "=&r"(cpu), [addr] "=&r"(addr), [tmp] "=&r"(tmp)
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
-		  [start] "i"(offsetof(struct rseq, cpu_id_start)),
 		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "rm"(p->nr),
-		  [shift] TALLY__RSEQ_SHIFT_REG(p->shift), [base] "rm"(p->base + off), [d] "re"(d),
+		  [shift] "c"(p->shift), [base] TALLY__RSEQ_RM(p->base + off), [d] "re"(d),
 		  [dstride] "rm"(g->tally__dirty.stride), [blk] "rm"(g->tally__dirty.block),
 		  [loff] "r"(g->tally__dirty.own_leaf_off), [bit] "rm"(g->tally__dirty.bit),
 		  [sbit] "rm"(g->tally__dirty.sbit),
