@@ -149,7 +149,8 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 		tally__pcpu_free(&c->tally__pcpu);
 		return err;
 	}
-	*tally__counter_count(c) = (tally_uword)initial;
+	if (initial) /* else leave the shared arena's page untouched */
+		*tally__counter_count(c) = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__batch = batch;
 	c->tally__carry = ~((tally_uword)batch - 1u);

@@ -29,8 +29,8 @@ struct tally_group;
  *                          plain stores in a restartable section, after
  *                          its word add (tally__rstat_rseq_mod())
  * Drains exchange both halves to 0. See the argument at the top of rstat/updated.h.
- * Records are rounded up to TALLY_CACHELINE: no two slots share a line.
- * Private.
+ * A block's records are one object of the cold per-CPU arena (slot s's in
+ * CPU s's region: no two slots share a line). Private.
  */
 struct tally__rstat_dirty {
 	uint64_t summary;
@@ -98,9 +98,9 @@ struct tally__rstat_ids {
 	unsigned nr_free;
 	unsigned nr_ids; /* ids handed out so far: the next new id */
 	unsigned cap;
-	unsigned char **blocks; /* [blocks_cap] per block: a record per slot */
+	struct tally__pcpu *blocks; /* [blocks_cap] per block: a record per slot (cold arena) */
 	unsigned nr_blocks, blocks_cap;
-	size_t stride;     /* bytes per record */
+	size_t stride;     /* bytes from one slot's record to the next: 1 << TALLY_PCPU_REGION_SHIFT */
 	unsigned nr_slots; /* CPU slots + the shared slot */
 };
 
