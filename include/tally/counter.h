@@ -77,7 +77,7 @@ struct tally_counter {
 	/* private: use the tally_counter_* calls */
 	tally_uword tally__initial; /* initial value */
 	tally_sword tally__batch;   /* a power of two */
-	tally_uword tally__carry;   /* ~(batch - 1): the bits a carry changes */
+	tally_uword tally__low;     /* batch - 1: the bits below a carry */
 	struct tally__pcpu tally__pcpu;  /* per slot: w, never reset */
 	struct tally__pcpu tally__bases; /* per slot: base, w up to the last fold; CAS only */
 	struct tally__pcpu tally__shared; /* one word: the shared count */
@@ -153,7 +153,7 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 		*tally__counter_count(c) = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__batch = batch;
-	c->tally__carry = ~((tally_uword)batch - 1u);
+	c->tally__low = (tally_uword)batch - 1u;
 	return 0;
 }
 
@@ -198,12 +198,17 @@ TALLY__COLD void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 #if TALLY__API_BODY
 TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 {
-	tally_uword nv, *w;
+	tally_uword nv, *w, low;
 	if (tally__bad(!c))
 		return;
+	low = c->tally__low; /* loaded before the section, beside its fields */
 	nv = tally__pcpu_add_small(&c->tally__pcpu, 0, (tally_uword)delta, &w);
-	/* Did w cross a multiple of batch? (old = nv - delta, modular) */
-	if (tally__unlikely(((nv ^ (nv - (tally_uword)delta)) & c->tally__carry) != 0))
+	/* Did w cross a multiple of batch? A bit above the low ones changed
+	 * between old = nv - delta (modular) and nv; for an increment, nv is
+	 * a multiple of batch (one test against the mask). */
+	if (tally__unlikely(__builtin_constant_p(delta) && delta == 1
+				    ? (nv & low) == 0
+				    : (nv ^ (nv - (tally_uword)delta)) > low))
 		tally__counter_fold_slot(c, tally__pcpu_slot_of(&c->tally__pcpu, w, 0),
 					 c->tally__batch);
 }
