@@ -107,7 +107,7 @@ TALLY__INLINE int tally__rseq_cpu(void)
 /* The section of tally__rseq_add(), with the shift of the CPU number as
  * an instruction and its operand: by a constant, or by %cl. */
 #  define TALLY__RSEQ_ADD_ASM(shl, shift_operand)                                             \
-	__asm__ goto(".pushsection __tally_rseq_cs, \"aw?\"\n\t"                               \
+	__asm__ __volatile__ goto(".pushsection __tally_rseq_cs, \"aw?\"\n\t"                               \
 		     ".balign 32\n\t"                                                          \
 		     "3:\n\t"                                                                  \
 		     ".long 0, 0\n\t"            /* version, flags */                          \

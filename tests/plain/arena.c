@@ -170,6 +170,7 @@ static void check_growth(void)
 }
 
 /* ---- demand-zero --------------------------------------------------------------- */
+#if TALLY__ARENA_MMAP && defined(MADV_DONTNEED) && !TALLY__TSAN
 static long rss_kib(void)
 {
 	char line[256];
@@ -183,6 +184,7 @@ static long rss_kib(void)
 	fclose(f);
 	return kib;
 }
+#endif
 
 static void check_demand_zero(void)
 {

@@ -35,13 +35,22 @@
  *                        atomics from many threads; it is a region of its
  *                        own, so it never shares a line with a CPU's words.
  *   TALLY__ARENA_COLD    CPU slots + the shared slot: per-slot words that
- *                        other CPUs write too (fold bases, which any
- *                        thread's fold_all may move; flush state). A write
- *                        here never evicts a line that an add needs.
+ *                        other CPUs write too: a counter's fold bases
+ *                        (fold_all moves them from any thread), a group's
+ *                        slot (words beside the links and prev snapshots
+ *                        that flushes write), the dirty records. A write
+ *                        here never evicts a line that a counter's or a
+ *                        vector's add needs.
  *   TALLY__ARENA_SHARED  one region: words every CPU writes with atomics
  *                        (a counter's shared count), packed among
  *                        themselves, away from the heap and from per-CPU
  *                        words.
+ *
+ * A vector keeps each item's fold base beside its word (16 bytes per
+ * item and slot, in the hot arena): the update that folds is on the
+ * slot's CPU, and only tally_vec_fold() (refresh_cpu_vm_stats(), an
+ * explicit, rare call) moves other CPUs' bases, one line transfer per
+ * line it folds.
  *
  * Allocation: first fit in a per-chunk bitmap of 8-byte granules (objects
  * of 16 bytes or more 16-byte aligned), under the arena's lock; a chunk is

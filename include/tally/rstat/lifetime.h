@@ -41,11 +41,14 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	if (!g)
 		return NULL;
 	memset(g, 0, bytes);
-	/* Zeroed in every slot, and left so: a slot's zero state is a valid
-	 * one (no updated children, not in the updated tree, anc_gen 0,
-	 * which no flush generation equals: tally__rstat_gen_next()), so a
-	 * CPU that never updates g never touches its page of the arena. */
-	if (tally__pcpu_alloc(&g->tally__pcpu, chunk)) {
+	/* In the cold per-CPU arena: flushes on other CPUs write a slot's
+	 * links and prev snapshots beside its words, so its lines must not
+	 * hold another object's hot words (tally/pcpu/arena.h). Zeroed in
+	 * every slot, and left so: a slot's zero state is a valid one (no
+	 * updated children, not in the updated tree, anc_gen 0, which no
+	 * flush generation equals: tally__rstat_gen_next()), so a CPU that
+	 * never updates g never touches its page of the arena. */
+	if (tally__pcpu_alloc_kind(&g->tally__pcpu, chunk, TALLY__ARENA_COLD)) {
 		free(g);
 		return NULL;
 	}
