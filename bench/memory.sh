@@ -13,7 +13,7 @@ out=${TALLY_BUILD_ROOT:-build}/memory
 mkdir -p "$out" bench/results bench/plots
 urcu=$(pkg-config --cflags --libs liburcu-memb)
 tsv=bench/results/memory.tsv
-echo -e "slots\tmode\tkind\ttouched\tarena_per\tstruct_per\trss_per\tvmdata_per\tbound" >"$tsv"
+echo -e "slots\tmode\tkind\ttouched\tarena_per\tstruct_per\theap_per\trss_per\tvmdata_per\tbound" >"$tsv"
 for n in 2 64 256; do
   for mode in 0 3; do
     bin=$out/memory_${n}_$mode
@@ -22,12 +22,12 @@ for n in 2 64 256; do
       tests/plain/memory.c -o "$bin" $urcu -pthread
     "$bin" | awk -v mode=$mode '/^memory: slots=/ {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v["slots"], mode, v["kind"], v["touched"],
-          v["arena_per"], v["struct_per"], v["rss_per"], v["vmdata_per"], v["bound"] }' >>"$tsv"
+        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v["slots"], mode, v["kind"], v["touched"],
+          v["arena_per"], v["struct_per"], v["heap_per"], v["rss_per"], v["vmdata_per"], v["bound"] }' >>"$tsv"
   done
 done
 column -t "$tsv"
-awk -F'\t' '$3 == "counter" && $2 == 0 { print $1, $5 + $6, 16 * ($1 + 1) + $6, 128 * ($1 + 1) + 48, $9 }' \
+awk -F'\t' '$3 == "counter" && $2 == 0 { print $1, $5 + $6, 16 * ($1 + 1) + $6, 128 * ($1 + 1) + 48, $10 }' \
   "$tsv" >"$out/here.dat"
 awk -F'\t' '$3 == "counter" && $2 == 3 { print $1, $5 + $6 }' "$tsv" >"$out/all.dat"
 gnuplot <<GP

@@ -124,7 +124,7 @@ TALLY__INLINE unsigned tally__cpu(void)
 /* The slot of the word at w, a word at offset off of p's object. */
 TALLY__INLINE unsigned tally__pcpu_slot_of(const struct tally__pcpu *p, const void *w, size_t off)
 {
-	return (unsigned)(((uintptr_t)w - (uintptr_t)(p->base + off)) >> p->shift);
+	return (unsigned)((size_t)((const unsigned char *)w - (p->base + off)) >> p->shift);
 }
 
 /* tally__pcpu_add_word()'s fallback: a relaxed atomic RMW, on the shared

@@ -223,11 +223,10 @@ TALLY__INLINE int tally__rseq_cpu(void)
 TALLY__INLINE bool tally__rseq_add(unsigned char *p, unsigned shift, unsigned nr, tally_uword d,
 				   tally_uword *newval, tally_uword **word)
 {
-	uintptr_t addr;
-	tally_uword nv;
+	tally_uword *addr, nv;
 	TALLY__RSEQ_ADD_ASM("shlq %%cl, %q[addr]\n\t", [shift] "c"(shift));
 	*newval = nv;
-	*word = (tally_uword *)addr;
+	*word = addr;
 	return true;
 fallback:
 	return false;
@@ -239,11 +238,10 @@ fallback:
 TALLY__INLINE bool tally__rseq_add_small(unsigned char *p, unsigned nr, tally_uword d,
 					 tally_uword *newval, tally_uword **word)
 {
-	uintptr_t addr;
-	tally_uword nv;
+	tally_uword *addr, nv;
 	TALLY__RSEQ_ADD_ASM("shlq %[shift], %q[addr]\n\t", [shift] "i"(TALLY_PCPU_REGION_SHIFT));
 	*newval = nv;
-	*word = (tally_uword *)addr;
+	*word = addr;
 	return true;
 fallback:
 	return false;

@@ -10,7 +10,9 @@
  *   arena   the arena's resident bytes (mincore() over its chunks: exact,
  *           and blind to sanitizer shadow memory), checked against the
  *           bound
- *   struct  the caller-owned struct (counter, vec) or the group's heap part
+ *   struct  the caller-owned struct (counter)
+ *   heap    heap growth (mallinfo2): the group's struct and item arrays, a
+ *           vector's globals, the arena's chunk bookkeeping
  *   rss     VmRSS growth of the process (includes the struct, allocator
  *           and sanitizer overheads: a reading, not checked)
  *   vmdata  VmData growth: address space reserved (the arena's chunks)
@@ -23,7 +25,14 @@
 
 #include <pthread.h>
 #include <string.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+#  include <malloc.h>
+#  define HAVE_MALLINFO2 1
+#else
+#  define HAVE_MALLINFO2 0
+#endif
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <tally/counter.h>
 #include <tally/rstat.h>
 #include <tally/vec.h>
@@ -91,14 +100,26 @@ static long status_kib(const char *key)
 }
 
 struct snap {
-	size_t arena;
+	size_t arena, heap;
 	long rss, data;
 };
+
+/* Heap bytes in use (glibc: mallinfo2; 0 elsewhere). */
+static size_t heap_bytes(void)
+{
+#if HAVE_MALLINFO2
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+#else
+	return 0;
+#endif
+}
 
 static struct snap snap(void)
 {
 	struct snap s;
 	s.arena = arena_resident();
+	s.heap = heap_bytes();
 	s.rss = status_kib("VmRSS:");
 	s.data = status_kib("VmData:");
 	return s;
@@ -185,8 +206,9 @@ static void report(const char *kind, unsigned n, unsigned touched, struct snap a
 				: (double)(b.arena - a.arena) / n;
 	unsigned slots = tally_cpu_slots() + 1u;
 	printf("memory: slots=%u touched=%u kind=%s n=%u arena_per=%.1f struct_per=%zu "
-	       "rss_per=%.1f vmdata_per=%.1f bound=%lld limit=%.0f\n",
+	       "heap_per=%.1f rss_per=%.1f vmdata_per=%.1f bound=%lld limit=%.0f\n",
 	       tally_cpu_slots(), touched, kind, n, arena, per_struct,
+	       ((double)b.heap - (double)a.heap) / n,
 	       (double)(b.rss - a.rss) * 1024.0 / n, (double)(b.data - a.data) * 1024.0 / n, bound,
 	       limit);
 	(void)slots;
@@ -195,7 +217,10 @@ static void report(const char *kind, unsigned n, unsigned touched, struct snap a
 		      kind, arena, per_struct, limit);
 }
 
-int main(void)
+/* Each measurement in a child of its own (fork()): every phase starts from
+ * untouched arenas (a freed object's check for set bytes maps the zero
+ * page, which mincore() counts as resident). */
+static void counters_phase(void)
 {
 	struct snap a, b;
 	unsigned touched, i, slots = tally_cpu_slots() + 1u;
@@ -214,6 +239,12 @@ int main(void)
 		CHECK_EQ(tally_counter_sum(&counters[i]), (tally_sword)touched);
 		tally_counter_destroy(&counters[i]);
 	}
+}
+
+static void vec_phase(void)
+{
+	struct snap a, b;
+	unsigned touched;
 	/* Vector items: 2 words per item and slot touched. */
 	a = snap();
 	CHECK_EQ(tally_vec_init(&vec, NITEMS, 0), 0);
@@ -223,31 +254,53 @@ int main(void)
 	       2.0 * sizeof(tally_uword) * touched + 3.0 * sizeof(tally_uword) + 8.0);
 	CHECK_EQ(tally_vec_read_exact(&vec, 7), (tally_sword)touched);
 	tally_vec_destroy(&vec);
+}
+
+static void groups_phase(void)
+{
+	struct snap a, b;
+	unsigned touched, i;
 	/* Groups: per slot that updated, a header and 2 words per item. */
 	tree = tally_tree_create(GROUP_ITEMS);
 	CHECK(tree != NULL, "tree");
-	if (tree) {
-		a = snap();
-		for (i = 0; i < NGROUPS; i++)
-			groups[i] = tally_group_create(tally_tree_root(tree));
-		touched = touch(GROUPS);
-		b = snap();
-		/* The arena part only: (header + 16 bytes per item) per slot
-		 * that updated, and the dirty records' share. */
-		{
-			/* Per slot that updated: the groups' slot copies and
-			 * one dirty record, each rounded up to pages. */
-			double page = (double)sysconf(_SC_PAGESIZE);
-			double words = (double)NGROUPS *
-				       (sizeof(struct tally__rstat_cpu) + 2.0 * sizeof(tally_uword) *
-									  GROUP_ITEMS);
-			double per_slot = ((double)(size_t)((words + page - 1) / page) + 1.0) * page +
-					  page;
-			report("group", NGROUPS, touched, a, b, 0, 0, per_slot * touched / NGROUPS);
+	if (!tree)
+		return;
+	a = snap();
+	for (i = 0; i < NGROUPS; i++)
+		groups[i] = tally_group_create(tally_tree_root(tree));
+	touched = touch(GROUPS);
+	b = snap();
+	{
+		/* The arena part only, per slot that updated: the groups' slot
+		 * copies and one dirty record, each rounded up to pages. */
+		double page = (double)sysconf(_SC_PAGESIZE);
+		double words = (double)NGROUPS * (sizeof(struct tally__rstat_cpu) +
+						  2.0 * sizeof(tally_uword) * GROUP_ITEMS);
+		double per_slot = ((double)(size_t)((words + page - 1) / page) + 1.0) * page + page;
+		report("group", NGROUPS, touched, a, b, 0, 0, per_slot * touched / NGROUPS);
+	}
+	tally_group_flush_force(tally_tree_root(tree));
+	CHECK_EQ(tally_group_read(tally_tree_root(tree), 3), (tally_sword)(touched * NGROUPS));
+	tally_tree_destroy(tree);
+}
+
+int main(void)
+{
+	void (*phase[])(void) = {counters_phase, vec_phase, groups_phase};
+	unsigned k;
+	for (k = 0; k < sizeof(phase) / sizeof(phase[0]); k++) {
+		int status = 0;
+		pid_t pid;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			phase[k]();
+			fflush(stdout);
+			_exit(harness_exit("memory") ? 1 : 0);
 		}
-		tally_group_flush_force(tally_tree_root(tree));
-		CHECK_EQ(tally_group_read(tally_tree_root(tree), 3), (tally_sword)(touched * NGROUPS));
-		tally_tree_destroy(tree);
+		CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+			      WEXITSTATUS(status) == 0,
+		      "phase %u failed (status %d)", k, status);
 	}
 	return harness_exit("memory");
 }
