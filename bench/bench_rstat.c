@@ -18,8 +18,6 @@
  *                              thresholded root flush every 50 us, so the
  *                              threshold walk keeps going up the tree
  *   group_mod/legacy           bench_rstat_base.cc
- *   counter_add/tally          tally_counter_add in the same loop: the
- *                              group update's 2x target is against it
  *   pcpu_add/tally             the bare per-CPU add, the reference
  *                              (pcpu_ref.h)
  *   counter_add/tally          tally_counter_add(c, 1) with batch 2^24
@@ -119,37 +117,6 @@ static void mod_body(struct cbench_state *s, void *arg)
 			for (int j = 0; j < UNROLL; j++)
 				tally_group_mod(g, k++ % ITEMS, 1);
 	}
-	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
-}
-
-/* tally_counter_add as a user calls it, in the loop mod_body runs: the
- * group update is held to within 2x of it, in one run. */
-static struct tally_counter ref_counter;
-
-static int counter_setup(struct cbench_state *s, void *arg)
-{
-	(void)s;
-	(void)arg;
-	return tally_counter_init(&ref_counter, 0, 0);
-}
-
-static void counter_teardown(struct cbench_state *s, void *arg)
-{
-	uint64_t want = cbench_iterations(s) * UNROLL * (uint64_t)cbench_nthreads(s);
-	(void)arg;
-	cbench_check(s, (uint64_t)tally_counter_sum(&ref_counter) == want,
-		     "tally_counter_sum is not exact");
-	tally_counter_destroy(&ref_counter);
-}
-
-static void counter_body(struct cbench_state *s, void *arg)
-{
-	uint64_t n, i;
-	(void)arg;
-	while (cbench_batch(s, &n))
-		for (i = 0; i < n; i++)
-			for (int j = 0; j < UNROLL; j++)
-				tally_counter_add(&ref_counter, 1);
 	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
 }
 
@@ -512,8 +479,6 @@ CBENCH_INIT(register_rstat)
 	static const long updated[] = {1, 10, 100, 1000};
 	static const long subtree[] = {1, 10, 100, 1000, 5000};
 	static int root_only = 1;
-	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally", counter_body, NULL),
-					counter_setup, counter_teardown));
 	depths(cbench_setup(cbench_register("group_mod/tally", mod_body, &mod_plain), mod_setup,
 			    mod_teardown));
 	depths(cbench_setup(cbench_register("group_mod_flushed/tally", mod_body, &mod_flushed),
