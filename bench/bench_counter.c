@@ -21,12 +21,18 @@
  *                               tree's carry up a shared line against the
  *                               flat fold, at the same carry rate
  *   pcpu_add/tally              tally__pcpu_add alone, no fold check
+ *   rseq_add/bare               a bare rseq per-CPU add (pcpu_ref.h): the
+ *                               floor the rseq path is held to
  *
  * Every add benchmark checks the total it produced to the last unit.
  */
 #include "cbench.h"
 
 #include <tally/counter.h>
+
+#ifndef TALLY_BENCH_ATOMIC_TU
+#  include "pcpu_ref.h"
+#endif
 
 #ifdef TALLY_BENCH_ATOMIC_TU
 #  define TALLY_NAME "tally_pcpu_atomic"
@@ -80,11 +86,12 @@ static void add_body(struct cbench_state *s, void *arg)
 	uint64_t n, i;
 	while (cbench_batch(s, &n))
 		for (i = 0; i < n; i++)
-			for (int j = 0; j < UNROLL; j++)
+			_Pragma("GCC unroll 8") for (int j = 0; j < UNROLL; j++)
 				tally_counter_add(c, 1);
 	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
 }
 
+#ifdef TALLY_BENCH_ATOMIC_TU
 /* The per-CPU add alone (tally__pcpu_add: no fold), the primitive under
  * every tally update: the rseq critical section or the atomic RMW. */
 static struct tally__pcpu raw;
@@ -117,6 +124,7 @@ static void raw_body(struct cbench_state *s, void *arg)
 			}
 	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
 }
+#endif
 
 /* Reads: the reader is the benchmark thread; writers (Arg 0 or 1) add 1 in
  * a loop beside it. arg: 0 for read(), 1 for sum(). */
@@ -170,8 +178,12 @@ CBENCH_INIT(register_counter)
 							&add_tree32),
 					add_setup, add_teardown));
 #endif
+#ifndef TALLY_BENCH_ATOMIC_TU
+	pcpu_ref_register(); /* pcpu_add/tally, rseq_add/bare */
+#else
 	cbench_env_threads(cbench_setup(cbench_register("pcpu_add/" TALLY_NAME, raw_body, NULL),
 					raw_setup, raw_teardown));
+#endif
 	writers_arg(cbench_register("counter_read/" TALLY_NAME, read_body, NULL));
 	writers_arg(cbench_register("counter_sum/" TALLY_NAME, read_body, &exact));
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/scaling.sh - scaling of the per-CPU paths: builds Release and runs
-# the counter add cases (tally and every baseline) and the group update
+# the counter add cases (tally and every baseline, and the bare rseq add
+# they are held to: rseq_add/bare) and the group update
 # cases (tally and legacy, every depth) at 1..N threads, N = every CPU this
 # process may use, writing bench/results/scaling_{counter,rstat}.json and
 # bench/plots/scaling.png. Runs unchanged on a bigger machine.
@@ -17,7 +18,7 @@ tally_bench_build "$build"
 mkdir -p bench/results bench/plots
 export TALLY_BENCH_THREADS="1-$n"
 echo "scaling.sh: 1..$n threads on $(nproc) CPUs ($(uname -srm))"
-"$build/bench/bench_counter" --benchmark_filter='^counter_add/' \
+"$build/bench/bench_counter" --benchmark_filter='^(counter_add|rseq_add)/' \
   --benchmark_min_time="$min_time" \
   --benchmark_out=bench/results/scaling_counter.json --benchmark_out_format=json
 "$build/bench/bench_rstat" --benchmark_filter='^group_mod(_flushed)?/' \

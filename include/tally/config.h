@@ -50,6 +50,40 @@
 #endif
 
 /*
+ * TALLY_PCPU_REGION_SHIFT: log2 of the bytes each CPU slot has in one
+ * chunk of the per-CPU arena (tally/pcpu/arena.h): 16, 64 KiB, holds the
+ * per-CPU words of 8,192 counters. A chunk reserves (CPU slots + 1) such
+ * regions of address space; only the pages a CPU writes become resident.
+ * An object larger than a region gets a chunk with larger regions.
+ */
+#ifndef TALLY_PCPU_REGION_SHIFT
+#  define TALLY_PCPU_REGION_SHIFT 16
+#endif
+#if TALLY_PCPU_REGION_SHIFT < 12 || TALLY_PCPU_REGION_SHIFT > 26
+#  error "TALLY_PCPU_REGION_SHIFT must be 12..26"
+#endif
+
+/*
+ * TALLY_RSEQ_CLEAR_CS: whether the rseq fast path sets the thread's
+ * rseq_cs pointer back to 0 after each critical section (tally/rseq.h).
+ *   1  clear it: no thread keeps a pointer to a section descriptor, so
+ *      the code that holds it may be unloaded (dlclose()) at any time
+ *   0  leave it set, as librseq does (one store less per update); the
+ *      kernel clears it at the thread's next preemption or signal. Only
+ *      where the descriptors can never be unmapped: the executable
+ * Default: 1 when compiling position-independent code that is not an
+ * executable (__PIC__ without __PIE__: a shared object, which dlclose()
+ * may unmap), else 0.
+ */
+#ifndef TALLY_RSEQ_CLEAR_CS
+#  if defined(__PIC__) && !defined(__PIE__)
+#    define TALLY_RSEQ_CLEAR_CS 1
+#  else
+#    define TALLY_RSEQ_CLEAR_CS 0
+#  endif
+#endif
+
+/*
  * TALLY_PCPU_MODE: how an update reaches the current CPU's slot.
  *   0  auto: rseq critical section where the platform has one and glibc
  *      registered rseq, else a relaxed atomic RMW (default)

@@ -96,38 +96,44 @@ extern "C" {
 #include <tally/counter/tree.h>
 #undef TALLY__COUNTER_INSIDE
 
-struct tally__counter_pcpu {
-	tally_uword w;    /* never reset; written by tally__pcpu_add only */
-	tally_uword base; /* w up to the last fold; changed by CAS only */
-	/* The shared count (initial + everything folded) lives here in the
-	 * shared slot's chunk only: on a line of its own, away from the
-	 * struct's read-mostly fields that every add loads, so a fold on one
-	 * CPU does not evict them from the others. */
-	tally_uword count;
-};
-
+/*
+ * Where the words are (tally/pcpu/arena.h): per CPU slot, w in the hot
+ * arena (8 bytes, written by tally__pcpu_add only: that CPU's line, dense
+ * with other counters' w) and base in the cold arena (8 bytes, moved by
+ * folds, which fold_all runs from any thread); the shared count (initial
+ * + everything folded) in the shared arena, among other counts, which
+ * folds on every CPU add to. So an add touches one line that only its CPU
+ * writes, a fold from elsewhere never evicts it, and a counter costs
+ * 16 bytes per slot plus one shared word.
+ */
 struct tally_counter {
 	/* private: use the tally_counter_* calls */
 	tally_uword tally__initial; /* initial value */
 	tally_sword tally__batch;   /* a power of two */
-	tally_uword tally__carry;   /* ~(batch - 1): the bits a carry changes */
+	tally_uword tally__low;     /* batch - 1: the bits below a carry */
 	tally_sword tally__bound;   /* tally_counter_error_bound() */
 	tally_uword *tally__top;    /* what read() loads: the shared count, or the tree's top */
 	tally_uword tally__adj;     /* tree: fold_all's correction of read (flat: 0) */
-	struct tally__pcpu tally__pcpu;
+	struct tally__pcpu tally__pcpu;   /* per slot: w, never reset */
+	struct tally__pcpu tally__bases;  /* flat: per slot: base, w up to the last fold; CAS only */
+	struct tally__pcpu tally__shared; /* flat: one word: the shared count */
 	struct tally__counter_tree tally__tree; /* levels 0: a flat counter */
 };
 
-TALLY__INLINE struct tally__counter_pcpu *tally__counter_slot(const struct tally_counter *c,
-							      unsigned s)
+TALLY__INLINE tally_uword *tally__counter_w(const struct tally_counter *c, unsigned s)
 {
-	return (struct tally__counter_pcpu *)tally__pcpu_at(&c->tally__pcpu, s, 0);
+	return (tally_uword *)tally__pcpu_at(&c->tally__pcpu, s, 0);
 }
 
-/* The shared count: in the shared slot's chunk (see tally__counter_pcpu). */
+TALLY__INLINE tally_uword *tally__counter_base(const struct tally_counter *c, unsigned s)
+{
+	return (tally_uword *)tally__pcpu_at(&c->tally__bases, s, 0);
+}
+
+/* The shared count (see above). */
 TALLY__INLINE tally_uword *tally__counter_count(const struct tally_counter *c)
 {
-	return &tally__counter_slot(c, c->tally__pcpu.nr)->count;
+	return (tally_uword *)(void *)c->tally__shared.base;
 }
 
 /* Smallest power of two >= n (n <= 2^(W-2)). */
@@ -207,17 +213,19 @@ static inline int tally_counter_init_tree(struct tally_counter *c, tally_sword i
 	if (!t.nodes)
 		return -ENOMEM;
 	memset(t.nodes, 0, bytes);
-	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(struct tally__counter_pcpu));
+	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(tally_uword)); /* w only */
 	if (err) {
 		free(t.nodes);
 		return err;
 	}
+	memset(&c->tally__bases, 0, sizeof(c->tally__bases));   /* flat only */
+	memset(&c->tally__shared, 0, sizeof(c->tally__shared));
 	c->tally__tree = t;
 	c->tally__top = tally__tree_top(&c->tally__tree);
 	*c->tally__top = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__batch = batch;
-	c->tally__carry = ~((tally_uword)batch - 1u);
+	c->tally__low = (tally_uword)batch - 1u;
 	c->tally__bound = bound;
 	c->tally__adj = 0;
 	return 0;
@@ -252,14 +260,24 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	if (!batch && tally__nr_cpu_slots() >= TALLY_COUNTER_TREE_SLOTS)
 		return tally_counter_init_tree(c, initial, 0);
 	batch = batch ? tally__pow2_ceil(batch) : tally_counter_default_batch();
-	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(struct tally__counter_pcpu));
+	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(tally_uword));
 	if (err)
 		return err;
-	c->tally__top = &tally__counter_slot(c, c->tally__pcpu.nr)->count;
-	*c->tally__top = (tally_uword)initial;
+	err = tally__pcpu_alloc_kind(&c->tally__bases, sizeof(tally_uword), TALLY__ARENA_COLD);
+	if (!err)
+		err = tally__pcpu_alloc_kind(&c->tally__shared, sizeof(tally_uword),
+					     TALLY__ARENA_SHARED);
+	if (err) {
+		tally__pcpu_free(&c->tally__bases);
+		tally__pcpu_free(&c->tally__pcpu);
+		return err;
+	}
+	c->tally__top = tally__counter_count(c);
+	if (initial) /* else leave the shared arena's page untouched */
+		*c->tally__top = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__batch = batch;
-	c->tally__carry = ~((tally_uword)batch - 1u);
+	c->tally__low = (tally_uword)batch - 1u;
 	c->tally__bound = batch * 2 * (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
 	c->tally__adj = 0;
 	memset(&c->tally__tree, 0, sizeof(c->tally__tree));
@@ -273,6 +291,8 @@ static inline void tally_counter_destroy(struct tally_counter *c)
 	if (!c)
 		return;
 	tally__pcpu_free(&c->tally__pcpu);
+	tally__pcpu_free(&c->tally__bases);
+	tally__pcpu_free(&c->tally__shared);
 	free(c->tally__tree.nodes);
 	c->tally__tree.nodes = NULL;
 }
@@ -287,9 +307,8 @@ static inline void tally_counter_destroy(struct tally_counter *c)
 TALLY__COLD void tally__counter_fold_slot(struct tally_counter *c, unsigned s,
 					  tally_sword limit)
 {
-	struct tally__counter_pcpu *p = tally__counter_slot(c, s);
 	tally__fence();
-	tally__pcpu_fold(&p->w, &p->base, tally__counter_count(c), limit,
+	tally__pcpu_fold(tally__counter_w(c, s), tally__counter_base(c, s), tally__counter_count(c), limit,
 			 limit > 1 ? TALLY__FOLD_AT : TALLY__FOLD_ALL);
 }
 
@@ -299,7 +318,7 @@ TALLY__COLD void tally__counter_carried(struct tally_counter *c, unsigned s, tal
 					tally_uword delta)
 {
 	if (c->tally__tree.levels)
-		tally__tree_carry(&c->tally__tree, s, c->tally__pcpu.nr, nv, delta, c->tally__carry);
+		tally__tree_carry(&c->tally__tree, s, c->tally__pcpu.nr, nv, delta, ~c->tally__low);
 	else
 		tally__counter_fold_slot(c, s, c->tally__batch);
 }
@@ -319,15 +338,19 @@ TALLY__COLD void tally__counter_carried(struct tally_counter *c, unsigned s, tal
 #if TALLY__API_BODY
 TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 {
-	unsigned s;
-	tally_uword nv;
+	tally_uword nv, *w, low;
 	if (tally__bad(!c))
 		return;
-	nv = tally__pcpu_add(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w),
-			     (tally_uword)delta, &s);
-	/* Did w cross a multiple of batch? (old = nv - delta, modular) */
-	if (tally__unlikely(((nv ^ (nv - (tally_uword)delta)) & c->tally__carry) != 0))
-		tally__counter_carried(c, s, nv, (tally_uword)delta);
+	low = c->tally__low; /* loaded before the section, beside its fields */
+	nv = tally__pcpu_add_small(&c->tally__pcpu, 0, (tally_uword)delta, &w);
+	/* Did w cross a multiple of batch? A bit above the low ones changed
+	 * between old = nv - delta (modular) and nv; for an increment, nv is
+	 * a multiple of batch (one test against the mask). */
+	if (tally__unlikely(__builtin_constant_p(delta) && delta == 1
+				    ? (nv & low) == 0
+				    : (nv ^ (nv - (tally_uword)delta)) > low))
+		tally__counter_carried(c, tally__pcpu_slot_of(&c->tally__pcpu, w, 0), nv,
+				       (tally_uword)delta);
 }
 #else
 void tally_counter_add(struct tally_counter *c, tally_sword delta);
@@ -414,7 +437,7 @@ static inline tally_uword tally_counter_sum_monotonic(struct tally_counter *c)
 	if (tally__bad(!c))
 		return 0;
 	return c->tally__initial +
-	       tally__pcpu_sum(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w));
+	       tally__pcpu_sum(&c->tally__pcpu, 0);
 }
 
 /*

@@ -28,13 +28,22 @@
 
 /*
  * TALLY__HAVE_RSEQ: the restartable add below is compiled in. x86_64 only
- * (not x32); elsewhere, and with TALLY_PCPU_MODE 1 or 3, updates use a relaxed
+ * (not x32), with a compiler that has asm goto with outputs; elsewhere, and with TALLY_PCPU_MODE 1 or 3, updates use a relaxed
  * atomic RMW on the current CPU's slot. (An aarch64 section would follow
  * the same plan; it is left out until it can be tested: qemu-user does not
  * implement rseq, so glibc leaves __rseq_size at 0 under it.)
  */
+/* The section exits to its caller's fallback with asm goto, outputs
+ * included: gcc 11 and clang 11 on. */
+#if (defined(__clang__) && __clang_major__ >= 11) ||                                            \
+	(!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11)
+#  define TALLY__ASM_GOTO_OUTPUT 1
+#else
+#  define TALLY__ASM_GOTO_OUTPUT 0
+#endif
 #if (TALLY_PCPU_MODE == 0 || TALLY_PCPU_MODE == 2) && TALLY__HAVE_RSEQ_AREA &&                       \
-	defined(__x86_64__) && !defined(__ILP32__) && TALLY_WORD_BITS <= 8 * __SIZEOF_POINTER__
+	defined(__x86_64__) && !defined(__ILP32__) && TALLY_WORD_BITS <= 8 * __SIZEOF_POINTER__ &&    \
+	TALLY__ASM_GOTO_OUTPUT
 /* The commit is one store of the word: never where a word is wider than a
  * register (64-bit words on a 32-bit host take the atomic path). */
 #  define TALLY__HAVE_RSEQ 1
@@ -83,32 +92,118 @@ TALLY__INLINE int tally__rseq_cpu(void)
 }
 
 #if TALLY__HAVE_RSEQ
+/* After a section: clear rseq_cs, or leave it (TALLY_RSEQ_CLEAR_CS). */
+#  if TALLY_RSEQ_CLEAR_CS
+#    define TALLY__RSEQ_CLEAR "movq $0, %%fs:%c[cs](%[rs])\n\t"
+#  else
+#    define TALLY__RSEQ_CLEAR ""
+#  endif
+/* Operands that may be memory: clang turns "rm" into a spill to the stack. */
+#  if defined(__clang__)
+#    define TALLY__RSEQ_RM "r"
+#  else
+#    define TALLY__RSEQ_RM "rm"
+#  endif
+/* The section of tally__rseq_add(), with the shift of the CPU number as
+ * an instruction and its operand: by a constant, or by %cl. */
+#  define TALLY__RSEQ_ADD_ASM(shl, shift_operand)                                             \
+	__asm__ __volatile__ goto(".pushsection __tally_rseq_cs, \"aw?\"\n\t"                               \
+		     ".balign 32\n\t"                                                          \
+		     "3:\n\t"                                                                  \
+		     ".long 0, 0\n\t"            /* version, flags */                          \
+		     ".quad 1f, 2f - 1f, 4f\n\t" /* start_ip, post_commit_offset, abort_ip */  \
+		     ".popsection\n\t"                                                         \
+		     "0:\n\t"                                                                  \
+		     "leaq 3b(%%rip), %q[addr]\n\t"                                            \
+		     "movq %q[addr], %%fs:%c[cs](%[rs])\n\t"                                   \
+		     "1:\n\t"                                                                  \
+		     "movl %%fs:%c[id](%[rs]), %k[addr]\n\t"                                   \
+		     "cmpl %[nr], %k[addr]\n\t"                                                \
+		     "jae 5f\n\t"                                                              \
+		     shl                                                                       \
+		     "addq %[p], %q[addr]\n\t"                                                 \
+		     "mov (%q[addr]), %[nv]\n\t"                                               \
+		     "add %[d], %[nv]\n\t"                                                     \
+		     "mov %[nv], (%q[addr])\n\t" /* commit */                                  \
+		     "2:\n\t" TALLY__RSEQ_CLEAR                                                \
+		     ".subsection 1\n\t"                                                       \
+		     ".byte 0x0f, 0xb9, 0x3d\n\t"                                              \
+		     ".long %c[sig]\n\t"                                                       \
+		     "4:\n\t"                                                                  \
+		     "jmp 0b\n\t"                                                              \
+		     "5:\n\t" TALLY__RSEQ_CLEAR                                                \
+		     "jmp %l[fallback]\n\t"                                                    \
+		     ".previous\n\t"                                                           \
+		     : [addr] "=&r"(addr), [nv] "=&r"(nv)                                      \
+		     : [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),      \
+		       [id] "i"(offsetof(struct rseq, cpu_id)), [nr] TALLY__RSEQ_RM(nr),       \
+		       shift_operand, [p] TALLY__RSEQ_RM(p), [d] "re"(d), [sig] "i"(RSEQ_SIG)  \
+		     : "memory", "cc"                                                          \
+		     : fallback)
+
 /*
- * tally__rseq_add - add d to the word at byte offset off of the current
- * CPU's chunk (chunk c at base + c * stride), in a restartable critical
- * section on glibc's registered rseq area.
+ * tally__rseq_add - add d to the word at p + (cpu << shift), cpu the
+ * current CPU, in a restartable critical section on glibc's registered
+ * rseq area.
  *
- * Returns true with the word's new value in *newval and the CPU in *slot.
+ * Returns true with the word's new value in *newval and its address in
+ * *word (the slot number, (word - p) >> shift, is left to the slow paths
+ * that want it).
  * Returns false, having changed nothing, when the caller must use an
- * atomic RMW instead: rseq is not registered (__rseq_size == 0: valgrind,
- * GLIBC_TUNABLES=glibc.pthread.rseq=0), the CPU number is >= nr (a CPU
- * beyond the slots counted at allocation), or this thread's registration
- * failed (cpu_id != cpu_id_start; the process-wide __rseq_size says
- * other threads may be in critical sections, so use the shared slot).
+ * atomic RMW instead: this thread has no registration, or its CPU number
+ * is >= nr (a CPU beyond the slots counted at allocation: TALLY_CPU_SLOTS
+ * may count fewer). One unsigned compare decides both: the section reads
+ * cpu_id, which the kernel keeps equal to cpu_id_start (the current CPU)
+ * for a registered thread inside a section (a migration aborts the
+ * section), and which holds RSEQ_CPU_ID_UNINITIALIZED (-1) or
+ * RSEQ_CPU_ID_REGISTRATION_FAILED (-2) for a thread that has none (glibc
+ * registered nothing: valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0); as
+ * unsigned, both are >= nr. So the fast path needs no load of __rseq_size:
+ * an unregistered thread stores to its rseq_cs field (user space's,
+ * ignored by a kernel that has no registration for it), fails the compare
+ * and leaves; the caller's fallback reads __rseq_size to choose its slot.
  *
  * The section, in the kernel's terms: start_ip at 1, post_commit_ip at 2,
  * abort_ip at 4 (preceded by glibc's RSEQ_SIG, 0x0f 0xb9 0x3d then the
  * 4 signature bytes, so the bytes decode as ud1). Preemption, migration or
  * a signal between 1 and 2 sends the thread to 4 with rseq_cs cleared by
- * the kernel; 4 re-arms and retries. Inside: load cpu_id_start, bound-check
- * it, compute the slot address, check cpu_id == cpu_id_start, then load,
- * add and store the word. The store is the commit: one instruction, so an
- * abort either happened before it (nothing written) or not at all.
+ * the kernel; 4 re-arms and retries. The store is the commit: one
+ * instruction, so an abort either happened before it (nothing written) or
+ * not at all. The abort and the exit to the fallback are out of line
+ * (.subsection 1, then asm goto to the caller's fallback), so the path
+ * taken is straight-line code.
  *
- * After the section rseq_cs is set back to 0, so no thread keeps a pointer
- * to a descriptor that a dlclose() could unmap (the kernel reads it at the
- * next preemption). Only rseq_cs is written; cpu_id_start and cpu_id
- * belong to the kernel and are only read.
+ * The instructions, and why each is there (the caller's loads of
+ * __rseq_offset, p, shift and nr aside, which the compiler hoists or folds
+ * where it can):
+ *   lea desc; mov -> rseq_cs   arm the section: what makes it restartable
+ *   mov cpu_id -> addr         which slot
+ *   cmp nr; jae                no registration, or a CPU past the slots:
+ *                              never write past the regions
+ *   shl; add p                 the slot's address: no multiply, no table
+ *                              (the slot number, wanted only on slow
+ *                              paths, is computed there from the address)
+ *   mov; add; mov              the update (its new value is what the
+ *                              counter's carry check reads)
+ * Ten, against a bare add's eleven (librseq's rseq_load_add_store__ptr
+ * keeps the CPU in a register of its own and compares cpu_id with a CPU
+ * read before the section, where this bound-checks); with
+ * TALLY_RSEQ_CLEAR_CS one store more: rseq_cs = 0.
+ *
+ * rseq_cs after the section: the kernel reads the descriptor it points to
+ * at the thread's next preemption, migration or signal, and clears the
+ * pointer then if the thread is outside the section. If the code that
+ * holds the descriptor was unmapped in between (dlclose() of a shared
+ * object that used tally), that read faults and the kernel kills the
+ * thread with SIGSEGV; the uapi header says user space must clear rseq_cs
+ * before reclaiming the memory of the descriptor it points to, and a
+ * header cannot do that for other threads (a thread that added, then
+ * blocked in a system call, wakes up after the dlclose() and dies).
+ * librseq leaves it set and leaves that duty to its users. tally clears it
+ * where the descriptor can go away (TALLY_RSEQ_CLEAR_CS, by default in
+ * position-independent code that is not an executable: a shared object)
+ * and leaves it set in executables, whose code is never unmapped: one
+ * store per update saved where that is safe.
  *
  * The descriptor lives in section __tally_rseq_cs ("aw": it holds
  * absolute addresses, relocated at load time in PIE and shared objects)
@@ -125,57 +220,31 @@ TALLY__INLINE int tally__rseq_cpu(void)
  * see the accesses inside the asm: ThreadSanitizer checks the atomic path
  * through the TALLY_PCPU_MODE=1 builds of the stress programs.
  */
-TALLY__INLINE bool tally__rseq_add(unsigned char *base, size_t stride, unsigned nr, size_t off,
-				   tally_uword d, tally_uword *newval, unsigned *slot)
+TALLY__INLINE bool tally__rseq_add(unsigned char *p, unsigned shift, unsigned nr, tally_uword d,
+				   tally_uword *newval, tally_uword **word)
 {
-	unsigned cpu;
-	uintptr_t addr;
-	tally_uword nv;
-	if (tally__unlikely(__rseq_size == 0))
-		return false;
-	__asm__ __volatile__(
-		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
-		".balign 32\n\t"
-		"3:\n\t"
-		".long 0, 0\n\t"             /* version, flags */
-		".quad 1f, 2f - 1f, 4f\n\t"  /* start_ip, post_commit_offset, abort_ip */
-		".popsection\n\t"
-		"0:\n\t"
-		"leaq 3b(%%rip), %[addr]\n\t"
-		"movq %[addr], %%fs:%c[cs](%[rs])\n\t"
-		"1:\n\t"
-		"movl %%fs:%c[start](%[rs]), %[cpu]\n\t"
-		"cmpl %[nr], %[cpu]\n\t"
-		"jae 5f\n\t"
-		"movl %[cpu], %k[addr]\n\t"
-		"imulq %[stride], %[addr]\n\t"
-		"addq %[base], %[addr]\n\t"
-		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
-		"jne 6f\n\t"
-		"mov (%[addr]), %[nv]\n\t"
-		"add %[d], %[nv]\n\t"
-		"mov %[nv], (%[addr])\n\t"  /* commit */
-		"2:\n\t"
-		"jmp 5f\n\t"
-		".byte 0x0f, 0xb9, 0x3d\n\t"
-		".long %c[sig]\n\t"
-		"4:\n\t"
-		"jmp 0b\n\t"
-		"6:\n\t"
-		"movl $-1, %[cpu]\n\t"
-		"5:\n\t"
-		"movq $0, %%fs:%c[cs](%[rs])\n\t"
-		: [cpu] "=&r"(cpu), [addr] "=&r"(addr), [nv] "=&r"(nv)
-		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
-		  [start] "i"(offsetof(struct rseq, cpu_id_start)),
-		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "r"(nr), [stride] "r"(stride),
-		  [base] "r"(base + off), [d] "re"(d), [sig] "i"(RSEQ_SIG)
-		: "memory", "cc");
-	if (tally__unlikely(cpu >= nr))
-		return false;
+	tally_uword *addr, nv;
+	TALLY__RSEQ_ADD_ASM("shlq %%cl, %q[addr]\n\t", [shift] "c"(shift));
 	*newval = nv;
-	*slot = cpu;
+	*word = addr;
 	return true;
+fallback:
+	return false;
+}
+
+/* tally__rseq_add() for an object of at most 2^TALLY_PCPU_REGION_SHIFT
+ * bytes per slot, whose chunk's shift is that constant (the arena
+ * guarantees it): a shift by an immediate, one load fewer. */
+TALLY__INLINE bool tally__rseq_add_small(unsigned char *p, unsigned nr, tally_uword d,
+					 tally_uword *newval, tally_uword **word)
+{
+	tally_uword *addr, nv;
+	TALLY__RSEQ_ADD_ASM("shlq %[shift], %q[addr]\n\t", [shift] "i"(TALLY_PCPU_REGION_SHIFT));
+	*newval = nv;
+	*word = addr;
+	return true;
+fallback:
+	return false;
 }
 #endif
 

@@ -388,23 +388,26 @@ TALLY__INLINE uint64_t tally_tree_period_ns(const struct tally_tree *t)
 	return t ? t->tally__clock.period_ns : 0;
 }
 
-/* tally_tree_group_bytes - heap bytes one group of t takes: the struct
- * and 3 words per item (rounded up to TALLY_CACHELINE), a chunk per CPU
- * slot (header + 2 words per item, rounded up to TALLY_CACHELINE) for
- * every possible CPU plus the shared slot, and its share of the dirty
- * bitmaps (one record per slot for 4096 groups, rounded up to a byte).
- * 0 for NULL. */
+/* tally_tree_group_bytes - the most memory one group of t takes: the
+ * struct and 3 words per item (heap, rounded up to TALLY_CACHELINE), per
+ * CPU slot a header and 2 words per item (rounded up to 16 bytes) in the
+ * per-CPU arena for every possible CPU plus the shared slot, and its share
+ * of the dirty bitmaps (a record per slot for 4096 groups, rounded up to a
+ * byte). The arena's part is demand-zero: a slot no CPU updated the group
+ * on costs nothing resident, so a group costs about the struct plus
+ * (header + 16 bytes per item) per CPU that updated it. 0 for NULL. */
 static inline size_t tally_tree_group_bytes(const struct tally_tree *t)
 {
 	size_t chunk, fixed;
 	if (!t)
 		return 0;
 	chunk = t->tally__prev_off + t->tally__nr_items * sizeof(tally_uword);
-	chunk = (chunk + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
+	chunk = (chunk + 15u) / 16u * 16u;
 	fixed = sizeof(struct tally_group) + 3u * t->tally__nr_items * sizeof(tally_uword);
 	fixed = (fixed + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
 	return fixed + chunk * t->tally__ids.nr_slots +
-	       (t->tally__ids.stride * t->tally__ids.nr_slots + TALLY__RSTAT_BLOCK_IDS - 1) /
+	       (sizeof(struct tally__rstat_dirty) * t->tally__ids.nr_slots +
+		TALLY__RSTAT_BLOCK_IDS - 1) /
 		       TALLY__RSTAT_BLOCK_IDS;
 }
 

@@ -70,7 +70,7 @@ static void check_placement(int fast)
 	CHECK(tally__pcpu_alloc(&p, sizeof(tally_uword)) == 0, "alloc");
 	CHECK(sched_getaffinity(0, sizeof(allowed), &allowed) == 0, "getaffinity");
 	for (cpu = 0; cpu < CPU_SETSIZE && (unsigned)cpu < p.nr; cpu++) {
-		unsigned slot = 12345, s;
+		unsigned slot = 12345;
 		tally_uword before[2], nv;
 		if (!CPU_ISSET(cpu, &allowed) || pin(cpu) != 0)
 			continue;
@@ -89,10 +89,14 @@ static void check_placement(int fast)
 		nv = 0;
 		slot = 12345;
 		{
-			bool took = tally__rseq_add(p.base, p.stride, p.nr, 0, 5, &nv, &slot);
+			tally_uword *w = NULL;
+			bool took = tally__rseq_add(p.base, p.shift, p.nr, 5, &nv, &w);
 			CHECK(took == (bool)fast, "fast path %s on CPU %d",
 			      took ? "taken" : "declined", cpu);
 			if (took) {
+				slot = tally__pcpu_slot_of(&p, w, 0);
+				CHECK(w == (tally_uword *)tally__pcpu_at(&p, (unsigned)cpu, 0),
+				      "rseq word address");
 				CHECK(slot == (unsigned)cpu, "rseq slot %u on CPU %d", slot, cpu);
 				CHECK(nv == before[0] + 5, "rseq new value");
 				CHECK(word(&p, (unsigned)cpu) == before[0] + 5, "rseq word");
@@ -101,13 +105,12 @@ static void check_placement(int fast)
 			}
 			/* A CPU beyond the slots: declined, nothing written. */
 			before[0] = word(&p, (unsigned)cpu);
-			took = tally__rseq_add(p.base, p.stride, (unsigned)cpu, 0, 5, &nv, &s);
+			took = tally__rseq_add(p.base, p.shift, (unsigned)cpu, 5, &nv, &w);
 			CHECK(!took, "CPU %d >= nr %d must decline", cpu, cpu);
 			CHECK(word(&p, (unsigned)cpu) == before[0], "bound fail wrote");
 		}
 #else
 		(void)fast;
-		(void)s;
 #endif
 		/* A view with fewer CPU slots than this CPU's number: with rseq
 		 * registered the add must go to the view's shared slot (others

@@ -161,7 +161,7 @@ TALLY__INLINE int tally__hist_rseq_record(const struct tally__pcpu *p, size_t bo
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
 		  [start] "i"(offsetof(struct rseq, cpu_id_start)),
 		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "rm"(p->nr),
-		  [stride] "rm"(p->stride), [base] "rm"(p->base), [kb] "r"(kb), [n] "r"(n),
+		  [stride] "rm"((size_t)1 << p->shift), [base] "rm"(p->base), [kb] "r"(kb), [n] "r"(n),
 		  [sv] "r"(sv), [sig] "i"(RSEQ_SIG)
 		: "memory", "cc");
 	*nv = (uint32_t)boff;

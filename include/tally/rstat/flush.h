@@ -150,7 +150,7 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 	unsigned s, n = t->tally__ids.nr_slots;
 	/* Atomic: updaters compare it with their anc_gen (threshold.h). A
 	 * flush bumps it at its start and at its end. */
-	tally__store(&t->tally__flush.gen, t->tally__flush.gen + 1ul);
+	tally__store(&t->tally__flush.gen, tally__rstat_gen_next(t->tally__flush.gen));
 	/* g's count first, linked or not: a count can outlive the marking of
 	 * its updates (counted after an earlier flush's take, drained by its
 	 * second drain), and a flush of g must still clear it. */
@@ -183,7 +183,8 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 	/* Again, now that the counts are lowered. Release: an update that
 	 * loads this generation (acquire) sees the lowered counts, and one
 	 * that loaded the first walks again (threshold.h). */
-	__atomic_store_n(&t->tally__flush.gen, t->tally__flush.gen + 1ul, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->tally__flush.gen, tally__rstat_gen_next(t->tally__flush.gen),
+			 __ATOMIC_RELEASE);
 }
 
 /* Flush g (forced) if it is alive; record the time for the root. */

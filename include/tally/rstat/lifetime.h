@@ -33,7 +33,6 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	size_t chunk = t->tally__prev_off + n * sizeof(tally_uword);
 	size_t bytes = sizeof(struct tally_group) + 3 * n * sizeof(tally_uword);
 	struct tally_group *g;
-	unsigned s;
 	/* Cache-line aligned (the 64-bit atomics and the item arrays are
 	 * aligned within the struct: see the static assertions in rstat.h);
 	 * C11 aligned_alloc wants the size a multiple of the alignment. */
@@ -42,7 +41,14 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	if (!g)
 		return NULL;
 	memset(g, 0, bytes);
-	if (tally__pcpu_alloc(&g->tally__pcpu, chunk)) {
+	/* In the cold per-CPU arena: flushes on other CPUs write a slot's
+	 * links and prev snapshots beside its words, so its lines must not
+	 * hold another object's hot words (tally/pcpu/arena.h). Zeroed in
+	 * every slot, and left so: a slot's zero state is a valid one (no
+	 * updated children, not in the updated tree, anc_gen 0, which no
+	 * flush generation equals: tally__rstat_gen_next()), so a CPU that
+	 * never updates g never touches its page of the arena. */
+	if (tally__pcpu_alloc_kind(&g->tally__pcpu, chunk, TALLY__ARENA_COLD)) {
 		free(g);
 		return NULL;
 	}
@@ -54,14 +60,6 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	g->tally__state = (tally_uword *)(g + 1);
 	g->tally__local = g->tally__state + n;
 	g->tally__pending = g->tally__local + n;
-	for (s = 0; s < tally__pcpu_slots(&g->tally__pcpu); s++) {
-		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
-		c->upd_children = g; /* empty */
-		c->upd_next = NULL;  /* not in the updated tree */
-		/* not the current flush generation: the first update that finds
-		 * g flushable walks its ancestors (threshold.h) */
-		c->anc_gen = tally__load(&t->tally__flush.gen) - 1ul;
-	}
 	return g;
 }
 
@@ -124,6 +122,7 @@ static inline struct tally_tree *tally__rstat_tree_create(const struct tally_tre
 	if (!t)
 		goto nomem;
 	t->tally__nr_items = o->nr_items;
+	t->tally__flush.gen = tally__rstat_gen_next(0); /* never 0: see anc_gen */
 	t->tally__thr.batch = o->batch ? o->batch : TALLY_RSTAT_BATCH;
 	t->tally__thr.threshold = (uint64_t)t->tally__thr.batch * tally__rstat_online_cpus();
 	/* Before any group of t exists, fixed for t's life: updaters never

@@ -29,8 +29,8 @@ struct tally_group;
  *                          plain stores in a restartable section, after
  *                          its word add (tally__rstat_rseq_mod())
  * Drains exchange both halves to 0. See the argument at the top of rstat/updated.h.
- * Records are rounded up to TALLY_CACHELINE: no two slots share a line.
- * Private.
+ * A block's records are one object of the cold per-CPU arena (slot s's in
+ * CPU s's region: no two slots share a line). Private.
  */
 struct tally__rstat_dirty {
 	uint64_t summary;
@@ -46,8 +46,8 @@ struct tally__rstat_dirty {
  */
 struct tally__rstat_cpu {
 	/* The slot's updated tree: this group's updated children, linked by
-	 * upd_next and ended by this group itself (upd_children == the group
-	 * when none), doubly linked by upd_prev (NULL for the first child) so
+	 * upd_next and ended by this group itself (upd_children == the group,
+	 * or NULL as a slot starts zeroed, when none), doubly linked by upd_prev (NULL for the first child) so
 	 * a detach is O(1). upd_next == NULL: not in the updated tree; the
 	 * root links to itself. */
 	struct tally_group *upd_children;
@@ -98,9 +98,9 @@ struct tally__rstat_ids {
 	unsigned nr_free;
 	unsigned nr_ids; /* ids handed out so far: the next new id */
 	unsigned cap;
-	unsigned char **blocks; /* [blocks_cap] per block: a record per slot */
+	struct tally__pcpu *blocks; /* [blocks_cap] per block: a record per slot (cold arena) */
 	unsigned nr_blocks, blocks_cap;
-	size_t stride;     /* bytes per record */
+	size_t stride;     /* bytes from one slot's record to the next: 1 << TALLY_PCPU_REGION_SHIFT */
 	unsigned nr_slots; /* CPU slots + the shared slot */
 };
 

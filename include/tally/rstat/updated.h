@@ -143,6 +143,14 @@ extern long syscall(long number, ...);
 #  define tally__tsan_acquire(p) ((void)(p))
 #endif
 
+/* The flush generation after gen, skipping 0: a group's per-slot anc_gen
+ * starts at 0 (the arena's zero page, left untouched), and must not equal
+ * the generation of any flush (tally/rstat/threshold.h). */
+TALLY__INLINE unsigned long tally__rstat_gen_next(unsigned long gen)
+{
+	return gen + 1ul ? gen + 1ul : 1ul;
+}
+
 TALLY__INLINE struct tally__rstat_cpu *tally__rstat_cpu(const struct tally_group *g, unsigned s)
 {
 	return (struct tally__rstat_cpu *)tally__pcpu_at(&g->tally__pcpu, s, 0);
@@ -164,10 +172,12 @@ TALLY__INLINE tally_uword *tally__rstat_prev(const struct tally_tree *t, struct 
 
 static inline int tally__rstat_ids_init(struct tally__rstat_ids *ids)
 {
-	size_t rec = sizeof(struct tally__rstat_dirty);
 	memset(ids, 0, sizeof(*ids));
 	ids->nr_slots = tally__nr_cpu_slots() + 1u;
-	ids->stride = (rec + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
+	/* A block's records are one object of the cold per-CPU arena: slot
+	 * s's at (s << TALLY_PCPU_REGION_SHIFT) from slot 0's (a record fits
+	 * a region), demand-zero, so a CPU that never updated costs nothing. */
+	ids->stride = (size_t)1 << TALLY_PCPU_REGION_SHIFT;
 	return 0;
 }
 
@@ -175,7 +185,7 @@ static inline void tally__rstat_ids_free(struct tally__rstat_ids *ids)
 {
 	unsigned b;
 	for (b = 0; b < ids->nr_blocks; b++)
-		free(ids->blocks[b]);
+		tally__pcpu_free(&ids->blocks[b]);
 	free(ids->blocks);
 	free(ids->group);
 	free(ids->free_ids);
@@ -202,23 +212,19 @@ static inline int tally__rstat_ids_grow(struct tally__rstat_ids *ids)
 		ids->cap = cap;
 	}
 	if (ids->nr_ids == ids->nr_blocks * TALLY__RSTAT_BLOCK_IDS) {
-		size_t bytes = ids->stride * ids->nr_slots;
-		unsigned char *blk;
 		if (ids->nr_blocks == ids->blocks_cap) {
 			unsigned cap = ids->blocks_cap ? ids->blocks_cap * 2u : 4u;
-			unsigned char **b =
-				(unsigned char **)realloc(ids->blocks, cap * sizeof(*b));
+			struct tally__pcpu *b =
+				(struct tally__pcpu *)realloc(ids->blocks, cap * sizeof(*b));
 			if (!b)
 				return -ENOMEM;
 			ids->blocks = b;
 			ids->blocks_cap = cap;
 		}
-		/* C11 aligned_alloc: the size is a multiple of the alignment. */
-		blk = (unsigned char *)aligned_alloc(TALLY_CACHELINE, bytes);
-		if (!blk)
+		if (tally__pcpu_alloc_kind(&ids->blocks[ids->nr_blocks],
+					   sizeof(struct tally__rstat_dirty), TALLY__ARENA_COLD))
 			return -ENOMEM;
-		memset(blk, 0, bytes);
-		ids->blocks[ids->nr_blocks++] = blk;
+		ids->nr_blocks++;
 	}
 	return 0;
 }
@@ -237,7 +243,7 @@ static inline int tally__rstat_id_alloc(struct tally_tree *t, struct tally_group
 	}
 	ids->group[id] = g;
 	g->tally__dirty.id = id;
-	g->tally__dirty.block = ids->blocks[id / TALLY__RSTAT_BLOCK_IDS];
+	g->tally__dirty.block = ids->blocks[id / TALLY__RSTAT_BLOCK_IDS].base;
 	g->tally__dirty.stride = ids->stride;
 	g->tally__dirty.leaf_off = offsetof(struct tally__rstat_dirty, leaf) +
 				   ((id >> 6) & 63u) * sizeof(uint64_t);
@@ -262,7 +268,8 @@ static inline void tally__rstat_id_release(struct tally_tree *t, const struct ta
 TALLY__INLINE struct tally__rstat_dirty *tally__rstat_dirty_at(unsigned char *block, size_t stride,
 							      unsigned s)
 {
-	return (struct tally__rstat_dirty *)(block + (size_t)s * stride);
+	(void)stride; /* always 1 << TALLY_PCPU_REGION_SHIFT */
+	return (struct tally__rstat_dirty *)(block + ((size_t)s << TALLY_PCPU_REGION_SHIFT));
 }
 
 /* ---- the barrier pair ------------------------------------------------------ */
@@ -390,7 +397,7 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
 {
 	/* The record, leaf word and bits as tally__rstat_id_alloc() laid
 	 * them out: no shifts on the update path. */
-	unsigned char *rec = g->tally__dirty.block + (size_t)s * g->tally__dirty.stride;
+	unsigned char *rec = g->tally__dirty.block + ((size_t)s << TALLY_PCPU_REGION_SHIFT);
 	uint64_t *leaf = (uint64_t *)(void *)(rec + g->tally__dirty.leaf_off);
 	uint64_t *summary = &((struct tally__rstat_dirty *)(void *)rec)->summary;
 	uint64_t bit = g->tally__dirty.bit, sbit = g->tally__dirty.sbit;
@@ -411,8 +418,8 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
  * tally__rstat_rseq_mod - tally_group_mod()'s word add and dirty marking
  * on x86_64 with rseq, without a barrier: two restartable sections on
  * glibc's rseq area (the first is tally__rseq_add()'s, see tally/rseq.h).
- *   section 1: on the current CPU c (< nr, registered), word += d (the
- *              commit).
+ *   section 1: on the current CPU c (cpu_id < nr: registered, and within
+ *              the slots; see tally__rseq_add()), word += d (the commit).
  *   section 2: if still on c, in the owner's half of slot c's record:
  *              own_leaf |= bit; own_summary |= sbit (plain loads and
  *              stores; the summary store is the commit). An abort (a
@@ -442,8 +449,6 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 	unsigned cpu;
 	uintptr_t addr;
 	uint64_t tmp; /* the word (at its width), then a bit word */
-	if (tally__unlikely(__rseq_size == 0))
-		return 0;
 	__asm__ __volatile__(
 		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
 		".balign 32\n\t"
@@ -460,20 +465,19 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		"leaq 3b(%%rip), %q[tmp]\n\t"
 		"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"
 		"1:\n\t"
-		"movl %%fs:%c[start](%[rs]), %[cpu]\n\t"
+		"movl %%fs:%c[id](%[rs]), %[cpu]\n\t"
 		"cmpl %[nr], %[cpu]\n\t"
 		"jae 6f\n\t"
 		"movl %[cpu], %k[addr]\n\t"
-		"imulq %[stride], %[addr]\n\t"
+		"shlq %%cl, %[addr]\n\t"
 		"addq %[base], %[addr]\n\t"
-		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
-		"jne 6f\n\t"
 		"mov (%[addr]), %" TALLY__RSTAT_WREG "[tmp]\n\t"
 		"add %" TALLY__RSTAT_WREG "[d], %" TALLY__RSTAT_WREG "[tmp]\n\t"
 		"mov %" TALLY__RSTAT_WREG "[tmp], (%[addr])\n\t" /* commit 1 */
 		"2:\n\t"
 		TALLY__RSTAT_RSEQ_HOOK /* tests only: see rstat.h */
-		/* section 2: the owner's dirty bits of slot cpu */
+		/* section 2: the owner's dirty bits of slot cpu (records one
+		 * region apart: a shift by a constant) */
 		"10:\n\t"
 		"leaq 13b(%%rip), %q[tmp]\n\t"
 		"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"
@@ -481,7 +485,7 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
 		"jne 7f\n\t"
 		"movl %[cpu], %k[addr]\n\t"
-		"imulq %[dstride], %[addr]\n\t"
+		"shlq %[rshift], %[addr]\n\t"
 		"addq %[blk], %[addr]\n\t"
 		"movq (%[addr],%[loff]), %q[tmp]\n\t"
 		"orq %[bit], %q[tmp]\n\t"
@@ -490,8 +494,12 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		"orq %[sbit], %q[tmp]\n\t"
 		"movq %q[tmp], %c[soff](%[addr])\n\t" /* commit 2 */
 		"12:\n\t"
-		"movl $2, %k[addr]\n\t"
-		"jmp 5f\n\t"
+		TALLY__RSEQ_CLEAR
+		"15:\n\t"
+		/* out of line: the aborts, and the exits with addr 0 (nothing
+		 * done) or 1 (added, not marked); addr is the record's address
+		 * (> 1) when both are done */
+		".subsection 1\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long %c[sig]\n\t"
 		"4:\n\t"
@@ -502,23 +510,24 @@ TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off,
 		"jmp 10b\n\t"
 		"6:\n\t"
 		"movl $0, %k[addr]\n\t"
-		"jmp 5f\n\t"
+		TALLY__RSEQ_CLEAR
+		"jmp 15b\n\t"
 		"7:\n\t"
 		"movl $1, %k[addr]\n\t"
-		"5:\n\t"
-		"movq $0, %%fs:%c[cs](%[rs])\n\t"
+		TALLY__RSEQ_CLEAR
+		"jmp 15b\n\t"
+		".previous\n\t"
 		: [cpu] "=&r"(cpu), [addr] "=&r"(addr), [tmp] "=&r"(tmp)
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
-		  [start] "i"(offsetof(struct rseq, cpu_id_start)),
-		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "rm"(p->nr),
-		  [stride] "rm"(p->stride), [base] "r"(p->base + off), [d] "re"(d),
-		  [dstride] "rm"(g->tally__dirty.stride), [blk] "rm"(g->tally__dirty.block),
-		  [loff] "r"(g->tally__dirty.own_leaf_off), [bit] "rm"(g->tally__dirty.bit),
-		  [sbit] "rm"(g->tally__dirty.sbit),
+		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] TALLY__RSEQ_RM(p->nr),
+		  [shift] "c"(p->shift), [base] TALLY__RSEQ_RM(p->base + off), [d] "re"(d),
+		  [rshift] "i"(TALLY_PCPU_REGION_SHIFT), [blk] TALLY__RSEQ_RM(g->tally__dirty.block),
+		  [loff] "r"(g->tally__dirty.own_leaf_off), [bit] TALLY__RSEQ_RM(g->tally__dirty.bit),
+		  [sbit] TALLY__RSEQ_RM(g->tally__dirty.sbit),
 		  [soff] "i"(offsetof(struct tally__rstat_dirty, own_summary)), [sig] "i"(RSEQ_SIG)
 		: "memory", "cc");
 	*slot = cpu;
-	return (int)addr;
+	return addr > 1 ? 2 : (int)addr;
 }
 #endif
 
@@ -542,6 +551,8 @@ static inline void tally__rstat_link(struct tally_group *g, unsigned s)
 		}
 		pc = tally__rstat_cpu(p, s);
 		first = pc->upd_children;
+		if (!first)
+			first = p; /* a zero slot (never linked): no children */
 		c->upd_next = first;
 		c->upd_prev = NULL;
 		if (first != p)
@@ -590,7 +601,7 @@ static inline struct tally_group *tally__rstat_detach(struct tally_group *g, uns
 		stack = x->tally__walk_next;
 		*tail = x;
 		tail = &xc->flush_next;
-		for (ch = xc->upd_children; ch != x;) {
+		for (ch = xc->upd_children ? xc->upd_children : x; ch != x;) {
 			struct tally__rstat_cpu *cc = tally__rstat_cpu(ch, s);
 			struct tally_group *next = cc->upd_next;
 			cc->upd_next = NULL;
@@ -676,7 +687,8 @@ static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
 	unsigned b;
 	int cleared = 0;
 	for (b = 0; b < ids->nr_blocks; b++) {
-		struct tally__rstat_dirty *d = tally__rstat_dirty_at(ids->blocks[b], ids->stride, s);
+		struct tally__rstat_dirty *d =
+			tally__rstat_dirty_at(ids->blocks[b].base, ids->stride, s);
 		cleared |= tally__rstat_drain_half(t, s, b, &d->summary, d->leaf);
 		(void)tally__rstat_drain_half(t, s, b, &d->own_summary, d->own_leaf);
 	}

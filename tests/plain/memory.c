@@ -1,0 +1,306 @@
+/*
+ * memory.c - what a counter, a vector item and a group cost per CPU slot,
+ * measured, against the promise: a counter at most 16 bytes per CPU slot
+ * (the shared one included) plus a small constant, resident after every
+ * CPU has added to it; a group's per-CPU words only where a CPU updated it.
+ *
+ * Every CPU this thread may run on (default mode: pinned to each in turn)
+ * or every slot (TALLY_PCPU_MODE 3: one thread per slot) adds to every
+ * object. Measured per object:
+ *   arena   the arena's resident bytes (mincore() over its chunks: exact,
+ *           and blind to sanitizer shadow memory), checked against the
+ *           bound
+ *   struct  the caller-owned struct (counter)
+ *   heap    heap growth (mallinfo2): the group's struct and item arrays, a
+ *           vector's globals, the arena's chunk bookkeeping
+ *   rss     VmRSS growth of the process (includes the struct, allocator
+ *           and sanitizer overheads: a reading, not checked)
+ *   vmdata  VmData growth: address space reserved (the arena's chunks)
+ * Built three ways (tests/CMakeLists.txt): this machine's slots, and 64 and
+ * 256 slots with TALLY_PCPU_MODE 3, where 64 or 256 threads act as the CPUs.
+ * bench/memory.sh runs them in a Release build for bench/RESULTS.md.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <pthread.h>
+#include <string.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+#  include <malloc.h>
+#  define HAVE_MALLINFO2 1
+#else
+#  define HAVE_MALLINFO2 0
+#endif
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <tally/counter.h>
+#include <tally/rstat.h>
+#include <tally/vec.h>
+#include <unistd.h>
+
+#define NCOUNTERS 4096
+#define NITEMS 4096
+#define NGROUPS 256
+#define GROUP_ITEMS 8
+
+static struct tally_counter counters[NCOUNTERS];
+static struct tally_vec vec;
+static struct tally_tree *tree;
+static struct tally_group *groups[NGROUPS];
+
+/* Resident bytes of every chunk of this unit's arenas (mincore). Headers
+ * without the arena (per-object heap blocks): -1, and the check reads the
+ * process's RSS instead. */
+#ifndef TALLY_PCPU_REGION_SHIFT
+#  define NO_ARENA 1
+static size_t arena_resident(void)
+{
+	return 0;
+}
+#else
+#  define NO_ARENA 0
+static size_t arena_resident(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), total = 0;
+	unsigned k;
+	for (k = 0; k < TALLY__ARENA_KINDS; k++) {
+		struct tally__arena *a = tally__arena_get(k);
+		struct tally__arena_chunk *c;
+		pthread_mutex_lock(&a->lock);
+		for (c = a->chunks; c; c = c->next) {
+			size_t bytes = tally__arena_map_bytes(a, c), n = bytes / page, i;
+			unsigned char *vec_ = (unsigned char *)malloc(n);
+			if (vec_ && c->mapped && mincore(c->map, bytes, vec_) == 0) {
+				for (i = 0; i < n; i++)
+					total += (vec_[i] & 1) ? page : 0;
+			} else if (vec_ && !c->mapped) {
+				total += bytes; /* heap chunks: all of it */
+			}
+			free(vec_);
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
+	return total;
+}
+#endif
+
+static long status_kib(const char *key)
+{
+	char line[256];
+	long kib = -1;
+	size_t n = strlen(key);
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && sscanf(line + n, "%ld", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+struct snap {
+	size_t arena, heap;
+	long rss, data;
+};
+
+/* Heap bytes in use (glibc: mallinfo2; 0 elsewhere). */
+static size_t heap_bytes(void)
+{
+#if HAVE_MALLINFO2
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+#else
+	return 0;
+#endif
+}
+
+static struct snap snap(void)
+{
+	struct snap s;
+	s.arena = arena_resident();
+	s.heap = heap_bytes();
+	s.rss = status_kib("VmRSS:");
+	s.data = status_kib("VmData:");
+	return s;
+}
+
+/* ---- who adds: every CPU here, or every slot ------------------------------------ */
+enum what { COUNTERS, VEC, GROUPS };
+
+static void add_all(enum what w)
+{
+	int i;
+	switch (w) {
+	case COUNTERS:
+		for (i = 0; i < NCOUNTERS; i++)
+			tally_counter_add(&counters[i], 1);
+		break;
+	case VEC:
+		for (i = 0; i < NITEMS; i++)
+			tally_vec_mod(&vec, (unsigned)i, 1);
+		break;
+	case GROUPS:
+		for (i = 0; i < NGROUPS; i++) {
+			unsigned k;
+			for (k = 0; k < GROUP_ITEMS; k++)
+				tally_group_mod(groups[i], k, 1);
+		}
+		break;
+	}
+}
+
+#if TALLY_PCPU_MODE == 3
+struct slot_arg {
+	unsigned slot;
+	enum what w;
+};
+
+static void *slot_thread(void *arg)
+{
+	struct slot_arg *a = (struct slot_arg *)arg;
+	tally__thread_slot_set(a->slot);
+	add_all(a->w);
+	return NULL;
+}
+
+/* One thread per slot, a few at a time. Returns the slots touched. */
+static unsigned touch(enum what w)
+{
+	unsigned s, n = tally_cpu_slots();
+	for (s = 0; s < n; s += 16) {
+		pthread_t t[16];
+		struct slot_arg a[16];
+		unsigned k, m = n - s < 16 ? n - s : 16;
+		for (k = 0; k < m; k++) {
+			a[k].slot = s + k;
+			a[k].w = w;
+			CHECK_EQ(pthread_create(&t[k], NULL, slot_thread, &a[k]), 0);
+		}
+		for (k = 0; k < m; k++)
+			pthread_join(t[k], NULL);
+	}
+	return n;
+}
+#else
+/* Pinned to each CPU this thread may use in turn. */
+static unsigned touch(enum what w)
+{
+	int cpus[1024], n = harness_allowed_cpus(cpus, 1024), i, done = 0;
+	cpu_set_t all;
+	sched_getaffinity(0, sizeof(all), &all);
+	for (i = 0; i < n; i++)
+		if (harness_pin(cpus[i]) == 0) {
+			add_all(w);
+			done++;
+		}
+	sched_setaffinity(0, sizeof(all), &all);
+	return (unsigned)done;
+}
+#endif
+
+static void report(const char *kind, unsigned n, unsigned touched, struct snap a, struct snap b,
+		   size_t per_struct, long long bound, double limit)
+{
+	double arena = NO_ARENA ? (double)(b.rss - a.rss) * 1024.0 / n - (double)per_struct
+				: (double)(b.arena - a.arena) / n;
+	unsigned slots = tally_cpu_slots() + 1u;
+	printf("memory: slots=%u touched=%u kind=%s n=%u arena_per=%.1f struct_per=%zu "
+	       "heap_per=%.1f rss_per=%.1f vmdata_per=%.1f bound=%lld limit=%.0f\n",
+	       tally_cpu_slots(), touched, kind, n, arena, per_struct,
+	       ((double)b.heap - (double)a.heap) / n,
+	       (double)(b.rss - a.rss) * 1024.0 / n, (double)(b.data - a.data) * 1024.0 / n, bound,
+	       limit);
+	(void)slots;
+	if (limit > 0)
+		CHECK(arena + (double)per_struct <= limit, "%s: %.1f + %zu bytes per object > %.0f",
+		      kind, arena, per_struct, limit);
+}
+
+/* Each measurement in a child of its own (fork()): every phase starts from
+ * untouched arenas (a freed object's check for set bytes maps the zero
+ * page, which mincore() counts as resident). */
+static void counters_phase(void)
+{
+	struct snap a, b;
+	unsigned touched, i, slots = tally_cpu_slots() + 1u;
+	long long bound;
+	/* Counters: at most 16 bytes per slot (shared one included) plus a
+	 * small constant: the struct and the shared count's word. */
+	a = snap();
+	for (i = 0; i < NCOUNTERS; i++)
+		CHECK_EQ(tally_counter_init(&counters[i], 0, 0), 0);
+	touched = touch(COUNTERS);
+	b = snap();
+	bound = (long long)tally_counter_error_bound(&counters[0]);
+	report("counter", NCOUNTERS, touched, a, b, sizeof(struct tally_counter), bound,
+	       16.0 * slots + (double)sizeof(struct tally_counter) + 16.0);
+	for (i = 0; i < NCOUNTERS; i++) {
+		CHECK_EQ(tally_counter_sum(&counters[i]), (tally_sword)touched);
+		tally_counter_destroy(&counters[i]);
+	}
+}
+
+static void vec_phase(void)
+{
+	struct snap a, b;
+	unsigned touched;
+	/* Vector items: 2 words per item and slot touched. */
+	a = snap();
+	CHECK_EQ(tally_vec_init(&vec, NITEMS, 0), 0);
+	touched = touch(VEC);
+	b = snap();
+	report("vec_item", NITEMS, touched, a, b, 0, 0,
+	       2.0 * sizeof(tally_uword) * touched + 3.0 * sizeof(tally_uword) + 8.0);
+	CHECK_EQ(tally_vec_read_exact(&vec, 7), (tally_sword)touched);
+	tally_vec_destroy(&vec);
+}
+
+static void groups_phase(void)
+{
+	struct snap a, b;
+	unsigned touched, i;
+	/* Groups: per slot that updated, a header and 2 words per item. */
+	tree = tally_tree_create(GROUP_ITEMS);
+	CHECK(tree != NULL, "tree");
+	if (!tree)
+		return;
+	a = snap();
+	for (i = 0; i < NGROUPS; i++)
+		groups[i] = tally_group_create(tally_tree_root(tree));
+	touched = touch(GROUPS);
+	b = snap();
+	{
+		/* The arena part only, per slot that updated: the groups' slot
+		 * copies and one dirty record, each rounded up to pages. */
+		double page = (double)sysconf(_SC_PAGESIZE);
+		double words = (double)NGROUPS * (sizeof(struct tally__rstat_cpu) +
+						  2.0 * sizeof(tally_uword) * GROUP_ITEMS);
+		double per_slot = ((double)(size_t)((words + page - 1) / page) + 1.0) * page + page;
+		report("group", NGROUPS, touched, a, b, 0, 0, per_slot * touched / NGROUPS);
+	}
+	tally_group_flush_force(tally_tree_root(tree));
+	CHECK_EQ(tally_group_read(tally_tree_root(tree), 3), (tally_sword)(touched * NGROUPS));
+	tally_tree_destroy(tree);
+}
+
+int main(void)
+{
+	void (*phase[])(void) = {counters_phase, vec_phase, groups_phase};
+	unsigned k;
+	for (k = 0; k < sizeof(phase) / sizeof(phase[0]); k++) {
+		int status = 0;
+		pid_t pid;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			phase[k]();
+			fflush(stdout);
+			_exit(harness_exit("memory") ? 1 : 0);
+		}
+		CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+			      WEXITSTATUS(status) == 0,
+		      "phase %u failed (status %d)", k, status);
+	}
+	return harness_exit("memory");
+}
