@@ -155,12 +155,52 @@ def convert(text):
     return "\n".join(out)
 
 
+def group_defines(text):
+    """A /** comment followed, with no blank line, by preprocessor lines
+    holding two or more public #defines documents them all: wrap the
+    comment and the run in a Doxygen member group (DISTRIBUTE_GROUP_DOC
+    gives each member the comment)."""
+    lines = text.split("\n")
+    out = []
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = lines[i]
+        if line.strip().startswith("/**") and not line.strip().startswith("/**<") and \
+                "@file" not in line and (i + 1 >= n or "@file" not in lines[i + 1]):
+            j = i
+            while "*/" not in lines[j]:
+                j += 1
+            k = j + 1
+            defines = 0
+            while k < n and lines[k].strip().startswith("#"):
+                if PUBLIC_DEFINE.match(lines[k]) and not re.match(r".*_H$", lines[k].split()[-1]):
+                    defines += 1
+                while lines[k].rstrip().endswith("\\") and k + 1 < n:
+                    k += 1
+                if re.match(r"\s*#\s*(if|ifdef|ifndef|else|elif|endif)\b", lines[k]) and \
+                        not re.match(r"\s*#\s*(ifndef|endif)\b", lines[k]):
+                    break
+                k += 1
+            prev = out[-1].strip() if out else ""
+            if defines >= 2 and prev != "/**@{*/":
+                indent = re.match(r"\s*", line).group(0)
+                out.append(indent + "/**@{*/")
+                out.extend(lines[i:k])
+                out.append(indent + "/**@}*/")
+                i = k
+                continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
 def main(paths):
     changed = 0
     for p in paths:
         with open(p) as f:
             text = f.read()
-        new = convert(text)
+        new = group_defines(convert(text))
         if new != text:
             with open(p, "w") as f:
                 f.write(new)
