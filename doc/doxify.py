@@ -119,7 +119,10 @@ def convert(text):
             j = i
             while "*/" not in lines[j]:
                 j += 1
-            if (in_struct in ("", "struct", "enum")):
+            # A one-line section banner ("/* ---- name ---- */") heads what
+            # follows; it documents nothing.
+            banner = j == i and re.match(r"\s*/\*\s*-{2,}.*\*/\s*$", line)
+            if in_struct in ("", "struct", "enum") and not banner:
                 name = decl_name(lines, j + 1, in_struct)
                 if name and not name.startswith("tally__") and not name.startswith("TALLY__") \
                         and not re.match(r"TALLY_[A-Z0-9_]*_H$", name):
