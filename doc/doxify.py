@@ -141,7 +141,9 @@ def convert(text):
         # Trailing comment of a public member or enumerator.
         if in_struct in ("struct", "enum") and "/*" in line and not stripped.startswith("/*"):
             mm = MEMBER.match(line) if in_struct == "struct" else ENUMERATOR.match(line)
-            if mm and not mm.group(1).startswith("tally__") and "/**<" not in line:
+            decl = line[:line.index("/*")]
+            if mm and not mm.group(1).startswith("tally__") and "/**<" not in line and \
+                    "{" not in decl and "}" not in decl:
                 line = re.sub(r"/\*(?!\*)", "/**<", line, count=1)
         out.append(line)
         for _ in range(opens):

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/counter.h - tally_counter: one per-CPU counter with percpu_counter
  * semantics (kernel lib/percpu_counter.c), checked only where a carry
  * would happen (percpu_counter_tree, Mathieu Desnoyers, 2025).
@@ -106,6 +107,9 @@ struct tally__counter_pcpu {
 	tally_uword count;
 };
 
+/** A per-CPU counter (percpu_counter): see the top of this file.
+ * Opaque: set up with tally_counter_init(), then only the tally_counter_*
+ * calls. */
 struct tally_counter {
 	/* private: use the tally_counter_* calls */
 	tally_uword tally__initial; /* initial value */
@@ -139,7 +143,7 @@ TALLY__INLINE tally_sword tally__pow2_ceil(tally_sword n)
 	return p;
 }
 
-/*
+/**
  * tally_counter_default_batch - the batch for this machine: the kernel's
  * max(TALLY_COUNTER_MIN_BATCH, 2 * CPU slots), raised to
  * TALLY_COUNTER_BATCH_FLOOR, rounded up to a power of two.
@@ -266,7 +270,7 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	return 0;
 }
 
-/* tally_counter_destroy - free c's per-CPU area. NULL is a no-op.
+/** tally_counter_destroy - free c's per-CPU area. NULL is a no-op.
  * Not concurrent with any other call on c. */
 static inline void tally_counter_destroy(struct tally_counter *c)
 {
@@ -304,7 +308,7 @@ TALLY__COLD void tally__counter_carried(struct tally_counter *c, unsigned s, tal
 		tally__counter_fold_slot(c, s, c->tally__batch);
 }
 
-/*
+/**
  * tally_counter_add - add delta (any sign) to c.
  * Any thread, concurrently with every call but init/destroy. Wait-free
  * unless it carries (one per-CPU add; the carry check uses the values the
@@ -366,20 +370,20 @@ TALLY__INLINE tally_sword tally_counter_error_bound(const struct tally_counter *
 	return c->tally__bound;
 }
 
-/* tally_counter_batch - the fold threshold c uses (a power of two).
+/** tally_counter_batch - the fold threshold c uses (a power of two).
  * NULL c: 0. */
 TALLY__INLINE tally_sword tally_counter_batch(const struct tally_counter *c)
 {
 	return tally__bad(!c) ? 0 : c->tally__batch;
 }
 
-/* tally_counter_read_positive - read, negative values as 0. */
+/** tally_counter_read_positive - read, negative values as 0. */
 TALLY__INLINE tally_uword tally_counter_read_positive(const struct tally_counter *c)
 {
 	return tally_clamp(tally_counter_read(c));
 }
 
-/*
+/**
  * tally_counter_read_monotonic - read() as the raw unsigned word, never
  * clamped, plus TALLY_MONOTONIC_BIAS (0 unless TALLY_WRAP_EARLY): for event
  * counters sampled often and cheaply, subtracted with tally_delta(). O(1).
@@ -400,7 +404,7 @@ TALLY__INLINE tally_uword tally_counter_read_monotonic(const struct tally_counte
 	return tally__load(c->tally__top) + tally__load(&c->tally__adj) + TALLY_MONOTONIC_BIAS;
 }
 
-/*
+/**
  * tally_counter_sum_monotonic - the exact value as unsigned, modulo 2^W:
  * (tally_uword)tally_counter_sum(c). The reader for event counters: no
  * cast and no clamping, so a count past TALLY_SWORD_MAX stays right until
@@ -417,7 +421,7 @@ static inline tally_uword tally_counter_sum_monotonic(struct tally_counter *c)
 	       tally__pcpu_sum(&c->tally__pcpu, offsetof(struct tally__counter_pcpu, w));
 }
 
-/*
+/**
  * tally_counter_sum - the exact value: initial plus every completed add.
  * Wait-free (one relaxed load per CPU slot); any thread, beside any call
  * but init/destroy. With adds running it returns initial plus a set of
@@ -429,7 +433,7 @@ static inline tally_sword tally_counter_sum(struct tally_counter *c)
 	return tally__to_signed(tally_counter_sum_monotonic(c));
 }
 
-/* tally_counter_sum_positive - sum, negative values as 0. */
+/** tally_counter_sum_positive - sum, negative values as 0. */
 static inline tally_uword tally_counter_sum_positive(struct tally_counter *c)
 {
 	return tally_clamp(tally_counter_sum(c));
@@ -461,7 +465,7 @@ static inline void tally_counter_fold_all(struct tally_counter *c)
 		tally__counter_fold_slot(c, s, 1);
 }
 
-/*
+/**
  * tally_counter_compare - sign of (value - rhs): -1, 0 or 1, where value
  * is tally_counter_sum()'s signed value.
  * Decides from read() when that cannot be wrong, else from the exact sum

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat.h - tally_tree / tally_group: hierarchical statistics with
  * subtree flushing, per-group flush thresholds, ratelimited and periodic
  * flushing: the kernel's cgroup rstat (kernel/cgroup/rstat.c) and memcg
@@ -206,10 +207,12 @@
 extern "C" {
 #endif
 
-/* Largest item count and stats_updates batch a tree accepts. */
+/**@{*/
+/** Largest item count and stats_updates batch a tree accepts. */
 #define TALLY_RSTAT_ITEMS_MAX (1u << 16)
 #define TALLY_RSTAT_BATCH_MAX (1u << 20)
-/* Largest period: 2^62 ns (146 years), so 2 periods never overflow. */
+/**@}*/
+/** Largest period: 2^62 ns (146 years), so 2 periods never overflow. */
 #define TALLY_RSTAT_PERIOD_MAX (1ull << 62)
 /**
  * Deepest group a tree holds: the root is at depth 0, a group one below
@@ -255,6 +258,10 @@ extern "C" {
 
 /* ---- the structs: private members, one sub-struct per concern ----------- */
 
+/** A tree of groups (cgroup rstat): its root, items, flush lock,
+ * clock, flusher and RCU flavor. Opaque: made by tally_tree_create() or
+ * tally_tree_create_opts(), then only the tally_tree_* and tally_group_*
+ * calls. */
 struct tally_tree {
 	/* private: use the tally_tree_* calls */
 	unsigned tally__nr_items;
@@ -270,6 +277,9 @@ struct tally_tree {
 	char **tally__item_names; /* NULL, or set once: see rstat/names.h */
 };
 
+/** A group of a tree: one node of the hierarchy, made by
+ * tally_group_create(), gone with tally_group_destroy() (freed after an RCU
+ * grace period). Opaque: use the tally_group_* calls. */
 struct tally_group {
 	/* private: use the tally_group_* calls */
 	struct tally_tree *tally__tree;
@@ -302,23 +312,25 @@ TALLY__RSTAT_STATIC_ASSERT(offsetof(struct tally_tree, tally__clock) % 8 == 0 &&
 				   offsetof(struct tally__rstat_clock, last_root_flush) % 8 == 0,
 			   "tally_tree: the last flush time must be 8-byte aligned");
 
-/*
+/**
  * Options for tally_tree_create_opts(). Zero-initialise and set what you
  * need: every zero field means its default.
  */
 struct tally_tree_opts {
-	unsigned nr_items; /* items per group: 1..TALLY_RSTAT_ITEMS_MAX */
-	/* per-CPU stats_updates batch: 1..TALLY_RSTAT_BATCH_MAX;
+	unsigned nr_items; /**< items per group: 1..TALLY_RSTAT_ITEMS_MAX */
+	/** per-CPU stats_updates batch: 1..TALLY_RSTAT_BATCH_MAX;
 	 * 0: TALLY_RSTAT_BATCH (64, MEMCG_CHARGE_BATCH) */
 	unsigned batch;
-	/* RCU flavor for deferred frees and read-side sections; NULL: the
+	/** RCU flavor for deferred frees and read-side sections; NULL: the
 	 * default (TALLY_URCU_DEFAULT_FLAVOR, urcu-memb). */
 	const struct rcu_flavor_struct *flavor;
-	/* Clock for the ratelimit, in ns, any origin, must not go backwards;
-	 * called with clock_arg. NULL: CLOCK_MONOTONIC. */
+	/** Clock for the ratelimit and the flusher: `uint64_t clock(void *arg)`
+	 * returns the time in ns (any origin, never going backwards), called
+	 * with clock_arg from any thread that flushes or updates the
+	 * ratelimit, so it must be thread-safe. NULL: CLOCK_MONOTONIC. */
 	uint64_t (*clock)(void *arg);
-	void *clock_arg;
-	/* Periodic flush period in clock units (ns): 1..TALLY_RSTAT_PERIOD_MAX;
+	void *clock_arg; /**< passed to clock */
+	/** Periodic flush period in clock units (ns): 1..TALLY_RSTAT_PERIOD_MAX;
 	 * 0: TALLY_RSTAT_PERIOD_NS (2 s, FLUSH_TIME). */
 	uint64_t period_ns;
 };
@@ -333,7 +345,7 @@ struct tally_tree_opts {
 
 /* ---- trees ---------------------------------------------------------------- */
 
-/*
+/**
  * tally_tree_create_opts - a tree with only its root group, all items 0.
  * Returns the tree, or NULL with errno EINVAL (NULL opts, nr_items, batch
  * or period out of range) or ENOMEM. Records the creation time as the last
@@ -353,7 +365,7 @@ static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_
 	return tally__rstat_tree_create(o);
 }
 
-/* tally_tree_create - tally_tree_create_opts() with every default:
+/** tally_tree_create - tally_tree_create_opts() with every default:
  * batch 64, urcu-memb, CLOCK_MONOTONIC, period 2 s. NULL, errno. */
 static inline struct tally_tree *tally_tree_create(unsigned nr_items)
 {
@@ -363,7 +375,7 @@ static inline struct tally_tree *tally_tree_create(unsigned nr_items)
 	return tally_tree_create_opts(&o);
 }
 
-/* tally_tree_root - the root group (never destroyed but with the tree);
+/** tally_tree_root - the root group (never destroyed but with the tree);
  * NULL with errno EINVAL for a NULL tree. Wait-free. */
 TALLY__INLINE struct tally_group *tally_tree_root(struct tally_tree *t)
 {
@@ -374,21 +386,21 @@ TALLY__INLINE struct tally_group *tally_tree_root(struct tally_tree *t)
 	return t->tally__root;
 }
 
-/* tally_tree_flush_threshold - batch * ncpus: needs_flush(g) is true once
+/** tally_tree_flush_threshold - batch * ncpus: needs_flush(g) is true once
  * g's count exceeds it. 0 for NULL. */
 TALLY__INLINE uint64_t tally_tree_flush_threshold(const struct tally_tree *t)
 {
 	return t ? t->tally__thr.threshold : 0;
 }
 
-/* tally_tree_period_ns - the periodic flush period (clock units). 0 for
+/** tally_tree_period_ns - the periodic flush period (clock units). 0 for
  * NULL. */
 TALLY__INLINE uint64_t tally_tree_period_ns(const struct tally_tree *t)
 {
 	return t ? t->tally__clock.period_ns : 0;
 }
 
-/* tally_tree_group_bytes - heap bytes one group of t takes: the struct
+/** tally_tree_group_bytes - heap bytes one group of t takes: the struct
  * and 3 words per item (rounded up to TALLY_CACHELINE), a chunk per CPU
  * slot (header + 2 words per item, rounded up to TALLY_CACHELINE) for
  * every possible CPU plus the shared slot, and its share of the dirty
@@ -408,7 +420,7 @@ static inline size_t tally_tree_group_bytes(const struct tally_tree *t)
 		       TALLY__RSTAT_BLOCK_IDS;
 }
 
-/* tally_tree_nr_groups - live groups, the root included; 0 for NULL.
+/** tally_tree_nr_groups - live groups, the root included; 0 for NULL.
  * Takes the flush lock. */
 static inline unsigned long tally_tree_nr_groups(struct tally_tree *t)
 {
@@ -421,7 +433,7 @@ static inline unsigned long tally_tree_nr_groups(struct tally_tree *t)
 	return n;
 }
 
-/* tally_tree_read_lock / _unlock - the tree's RCU flavor read-side section,
+/** tally_tree_read_lock / _unlock - the tree's RCU flavor read-side section,
  * annotated for ThreadSanitizer. The thread must be registered with the
  * flavor. Groups reached inside stay allocated until the unlock. Nests.
  * NULL: no-op. */
@@ -432,6 +444,8 @@ static inline void tally_tree_read_lock(struct tally_tree *t)
 	t->tally__rcu.flavor->read_lock();
 }
 
+/** tally_tree_read_unlock - ends the section tally_tree_read_lock() began
+ * (see there). NULL: no-op. */
 static inline void tally_tree_read_unlock(struct tally_tree *t)
 {
 	if (tally__bad(!t))
@@ -443,7 +457,7 @@ static inline void tally_tree_read_unlock(struct tally_tree *t)
 
 /* ---- groups ----------------------------------------------------------------- */
 
-/*
+/**
  * tally_group_create - a new group under parent, all items 0.
  * Returns it, or NULL with errno EINVAL (NULL parent, parent destroyed),
  * E2BIG (parent at depth TALLY_RSTAT_DEPTH_MAX: the group would be
@@ -460,7 +474,7 @@ static inline struct tally_group *tally_group_create(struct tally_group *parent)
 	return tally__rstat_group_create(parent);
 }
 
-/*
+/**
  * tally_group_destroy - remove g (a group with no children) from its tree.
  * Everything g counted, flushed or not, is handed to its parent: the
  * parent's and its ancestors' hierarchical values include it after their
@@ -479,7 +493,7 @@ static inline int tally_group_destroy(struct tally_group *g)
 	return tally__rstat_group_destroy(g);
 }
 
-/* tally_group_parent - g's parent; NULL for the root (errno untouched),
+/** tally_group_parent - g's parent; NULL for the root (errno untouched),
  * NULL with errno EINVAL for a NULL g. Wait-free. */
 TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g)
 {
@@ -490,7 +504,7 @@ TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g
 	return g->tally__links.parent;
 }
 
-/* tally_group_tree - the tree g belongs to; NULL with errno EINVAL for a
+/** tally_group_tree - the tree g belongs to; NULL with errno EINVAL for a
  * NULL g. Wait-free. */
 TALLY__INLINE struct tally_tree *tally_group_tree(const struct tally_group *g)
 {
@@ -501,7 +515,7 @@ TALLY__INLINE struct tally_tree *tally_group_tree(const struct tally_group *g)
 	return g->tally__tree;
 }
 
-/*
+/**
  * tally_group_for_each_child - call fn(child, arg) for each live child of
  * g, inside a read-side section of the tree's flavor (the calling thread
  * must be registered). Children created or destroyed meanwhile may or may
@@ -531,7 +545,7 @@ static inline int tally_group_for_each_child(struct tally_group *g,
 	return r;
 }
 
-/*
+/**
  * tally_group_mod - add delta to item of g on this CPU.
  * Returns 0, or -EINVAL (NULL g, item out of range, g destroyed; nothing
  * changes). Any thread, beside every call but tally_tree_destroy (beside
@@ -588,7 +602,7 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	return 0;
 }
 
-/* tally_group_needs_flush - g's threshold count exceeds batch * ncpus.
+/** tally_group_needs_flush - g's threshold count exceeds batch * ncpus.
  * false for NULL or a destroyed g. Wait-free. */
 TALLY__INLINE bool tally_group_needs_flush(const struct tally_group *g)
 {
@@ -597,7 +611,7 @@ TALLY__INLINE bool tally_group_needs_flush(const struct tally_group *g)
 	return tally__rstat_count_over(g);
 }
 
-/*
+/**
  * tally_group_flush - flush g's subtree if tally_group_needs_flush(g)
  * (mem_cgroup_flush_stats()). A NULL or destroyed g sets errno EINVAL and
  * does nothing. Blocking (the tree's flush lock) when it flushes.
@@ -616,7 +630,7 @@ static inline void tally_group_flush(struct tally_group *g)
 		tally__rstat_flush(g);
 }
 
-/* tally_group_flush_force - flush g's subtree whatever its count
+/** tally_group_flush_force - flush g's subtree whatever its count
  * (do_flush_stats()). NULL or destroyed g: errno EINVAL, nothing done. */
 static inline void tally_group_flush_force(struct tally_group *g)
 {
@@ -627,7 +641,7 @@ static inline void tally_group_flush_force(struct tally_group *g)
 	tally__rstat_flush(g);
 }
 
-/*
+/**
  * tally_group_flush_ratelimited - tally_group_flush(g), but only when the
  * root was last flushed more than 2 periods ago (time_after(now, last +
  * 2 * period): the periodic flusher is a full period late). NULL g: errno
@@ -643,7 +657,7 @@ static inline void tally_group_flush_ratelimited(struct tally_group *g)
 		tally_group_flush(g);
 }
 
-/* tally_tree_flush_periodic - a forced flush of the root (the periodic
+/** tally_tree_flush_periodic - a forced flush of the root (the periodic
  * work item, flush_memcg_stats_dwork()); call it every
  * tally_tree_period_ns(t). NULL: errno EINVAL. Blocking. */
 static inline void tally_tree_flush_periodic(struct tally_tree *t)
@@ -655,7 +669,7 @@ static inline void tally_tree_flush_periodic(struct tally_tree *t)
 	tally__rstat_flush(t->tally__root);
 }
 
-/*
+/**
  * Readers: the values as of the last flush that covered g. O(1), relaxed
  * loads, never blocked by a flush; any thread. A NULL g or an item out of
  * range reads 0.
@@ -674,11 +688,15 @@ TALLY__INLINE tally_sword tally_group_read(const struct tally_group *g, unsigned
 	return tally__to_signed(tally__load(&g->tally__state[item]));
 }
 
+/** tally_group_read_positive - tally_group_read(), negative values as 0. */
 TALLY__INLINE tally_uword tally_group_read_positive(const struct tally_group *g, unsigned item)
 {
 	return tally_clamp(tally_group_read(g, item));
 }
 
+/** tally_group_read_monotonic - the raw unsigned value plus
+ * TALLY_MONOTONIC_BIAS, for event counters sampled and subtracted with
+ * tally_delta() (see tally_group_read). */
 TALLY__INLINE tally_uword tally_group_read_monotonic(const struct tally_group *g, unsigned item)
 {
 	if (tally__bad(!g || item >= g->tally__nr_items))
@@ -686,6 +704,8 @@ TALLY__INLINE tally_uword tally_group_read_monotonic(const struct tally_group *g
 	return (tally_uword)(tally__load(&g->tally__state[item]) + TALLY_MONOTONIC_BIAS);
 }
 
+/** tally_group_read_local - g's own value, without its descendants, signed
+ * (see tally_group_read). */
 TALLY__INLINE tally_sword tally_group_read_local(const struct tally_group *g, unsigned item)
 {
 	if (tally__bad(!g || item >= g->tally__nr_items))
@@ -695,7 +715,7 @@ TALLY__INLINE tally_sword tally_group_read_local(const struct tally_group *g, un
 
 /* ---- the periodic flusher thread ---------------------------------------- */
 
-/*
+/**
  * tally_tree_start_flusher - start a thread that runs
  * tally_tree_flush_periodic(t) every period_ns of real time (0: the tree's
  * period). Returns 0, -EINVAL (NULL t, period > TALLY_RSTAT_PERIOD_MAX),
@@ -709,7 +729,7 @@ static inline int tally_tree_start_flusher(struct tally_tree *t, uint64_t period
 	return tally__rstat_flusher_start(t, period_ns ? period_ns : t->tally__clock.period_ns);
 }
 
-/* tally_tree_stop_flusher - stop the flusher thread and wait for it (a
+/** tally_tree_stop_flusher - stop the flusher thread and wait for it (a
  * flush in progress completes). Any number of threads may call it at once:
  * each returns once the thread has been joined. No-op if none runs or t is
  * NULL. Not from the flusher thread itself. Blocking. */
@@ -720,7 +740,7 @@ static inline void tally_tree_stop_flusher(struct tally_tree *t)
 	tally__rstat_flusher_stop(t);
 }
 
-/*
+/**
  * tally_tree_destroy - stop the flusher, wait for the deferred frees of
  * destroyed groups (their grace periods), free every group and t. NULL is
  * a no-op. Nothing else may use t or its groups beside or after it. Not

@@ -1,7 +1,7 @@
 /**
  * @file
- * tally/tally.h - the umbrella header: the version, and every primitive
- * that needs only the C library and threads.
+ * tally/tally.h - the umbrella header: the version, and the counters,
+ * vectors, monotonic readers, cost and inflight.
  *
  * tally is a header-only C11 (and C++11) library of lock-free statistics
  * and cost primitives: per-CPU counters folded past a threshold
@@ -13,13 +13,16 @@
  *
  * It includes config.h, arch.h, monotonic.h, pcpu.h, counter.h, vec.h,
  * cost.h and inflight.h (and through them os.h and rseq.h). It leaves out:
+ *   - <tally/hist.h>, the per-CPU histogram (tally_hist; the C library
+ *     only): include it where you record;
  *   - <tally/export.h>, the renderers (Prometheus text, OpenMetrics,
  *     memory.stat text, JSON; the C library only): include it where you
  *     render;
  *   - the hierarchy, which needs liburcu: <tally/rstat.h> (tally_tree /
  *     tally_group) and <tally/export_rstat.h> (trees through an
  *     exporter); link liburcu-memb (CMake target tally::rstat, pkg-config
- *     module tally-rstat).
+ *     module tally-rstat);
+ *   - <tally/export_hist.h>, histograms through an exporter.
  */
 #ifndef TALLY_TALLY_H
 #define TALLY_TALLY_H

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/vec.h - tally_vec: an N-item stat vector with per-CPU diffs folded
  * into per-item globals past a threshold (kernel mm/vmstat.c), plus what
  * programs need around it: per-item thresholds, an exact-only mode, reset,
@@ -81,23 +82,26 @@
 extern "C" {
 #endif
 
-/* Largest threshold accepted; items per vector. */
+/**@{*/
+/** Largest threshold accepted. */
 #define TALLY_VEC_THRESHOLD_MAX (1 << 20)
+/** Most items per vector. */
 #define TALLY_VEC_ITEMS_MAX (1u << 16)
+/**@}*/
 
-/* A per-item threshold (tally_vec_opts.thresholds) meaning: never fold. */
+/** A per-item threshold (tally_vec_opts.thresholds) meaning: never fold. */
 #define TALLY_VEC_EXACT (-1)
 
 /* tally_vec_opts.flags */
-/* No item folds (as if every threshold were TALLY_VEC_EXACT). */
+/** No item folds (as if every threshold were TALLY_VEC_EXACT). */
 #define TALLY_VEC_EXACT_ONLY 0x1u
-/* Multi-item updates (tally_vec_mod_multi) and snapshots that see each
+/** Multi-item updates (tally_vec_mod_multi) and snapshots that see each
  * one whole: four more words per CPU and item; the O(1) readers' bound
  * triples (see the top of this file). */
 #define TALLY_VEC_MULTI 0x2u
 #define TALLY__VEC_FLAGS (TALLY_VEC_EXACT_ONLY | TALLY_VEC_MULTI)
 
-/*
+/**
  * struct tally_vec_opts - everything tally_vec_init_opts() takes.
  * nr_items:   1..TALLY_VEC_ITEMS_MAX.
  * threshold:  0..TALLY_VEC_THRESHOLD_MAX, the items' default threshold
@@ -112,19 +116,23 @@ extern "C" {
  *             validated here (any bytes but NUL); exporters check them.
  */
 struct tally_vec_opts {
-	unsigned nr_items;
-	int threshold;
-	const int *thresholds;
-	unsigned flags;
-	const char *const *names;
+	unsigned nr_items;          /**< 1..TALLY_VEC_ITEMS_MAX */
+	int threshold;              /**< the items' default; 0: vmstat's */
+	const int *thresholds;      /**< NULL, or one per item (see above) */
+	unsigned flags;             /**< TALLY_VEC_EXACT_ONLY, TALLY_VEC_MULTI */
+	const char *const *names;   /**< NULL, or one per item, copied */
 };
 
-/* One item's part of a multi-item update (tally_vec_mod_multi). */
+/** One item's part of a multi-item update (tally_vec_mod_multi). */
 struct tally_vec_delta {
-	unsigned item;
-	tally_sword delta;
+	unsigned item;     /**< the item, below the vector's nr_items */
+	tally_sword delta; /**< added to it (any sign) */
 };
 
+/** An N-item statistics vector (vmstat's per-CPU diffs and
+ * thresholds): see the top of this file. Opaque: set up with
+ * tally_vec_init() or tally_vec_init_opts(), then only the tally_vec_*
+ * calls. */
 struct tally_vec {
 	/* private: use the tally_vec_* calls */
 	tally_uword *tally__global;     /* per item: everything folded */
@@ -150,7 +158,7 @@ struct tally_vec {
 
 /* ---- setting up ---------------------------------------------------------- */
 
-/*
+/**
  * tally_vec_default_threshold - calculate_normal_threshold():
  * min(125, 2 * fls(cpus) * (1 + fls(memory in 128 MiB units))), with
  * TALLY_VEC_MAX_THRESHOLD (config.h) for 125; memory the OS cannot tell
@@ -161,7 +169,7 @@ static inline int tally_vec_default_threshold(void)
 	return tally__vec_calc_threshold();
 }
 
-/*
+/**
  * tally_vec_init_opts - set v up as o says, every item 0.
  * Returns 0, -EINVAL (o invalid, see struct tally_vec_opts; v untouched)
  * or -ENOMEM (v untouched). Not concurrent with any other call on v.
@@ -173,7 +181,7 @@ static inline int tally_vec_init_opts(struct tally_vec *v, const struct tally_ve
 	return tally__vec_setup(v, o);
 }
 
-/*
+/**
  * tally_vec_init - set v up with nr_items items, all 0, every item with
  * the same threshold and no names (tally_vec_init_opts with only these).
  * nr_items: 1..TALLY_VEC_ITEMS_MAX. threshold: 1..TALLY_VEC_THRESHOLD_MAX,
@@ -187,7 +195,7 @@ static inline int tally_vec_init(struct tally_vec *v, unsigned nr_items, int thr
 	return tally_vec_init_opts(v, &o);
 }
 
-/* tally_vec_destroy - free v. NULL (or a destroyed v) is a no-op. Not
+/** tally_vec_destroy - free v. NULL (or a destroyed v) is a no-op. Not
  * concurrent with any other call on v. */
 static inline void tally_vec_destroy(struct tally_vec *v)
 {
@@ -198,14 +206,14 @@ static inline void tally_vec_destroy(struct tally_vec *v)
 
 /* ---- properties ---------------------------------------------------------- */
 
-/* tally_vec_threshold - the items' default threshold (TALLY_VEC_EXACT for
+/** tally_vec_threshold - the items' default threshold (TALLY_VEC_EXACT for
  * an exact-only vec). NULL v: 0. */
 TALLY__INLINE int tally_vec_threshold(const struct tally_vec *v)
 {
 	return v ? v->tally__threshold : 0;
 }
 
-/* tally_vec_item_threshold - item's threshold, or TALLY_VEC_EXACT when it
+/** tally_vec_item_threshold - item's threshold, or TALLY_VEC_EXACT when it
  * never folds. Bad v or item: 0. */
 TALLY__INLINE int tally_vec_item_threshold(const struct tally_vec *v, unsigned item)
 {
@@ -214,13 +222,13 @@ TALLY__INLINE int tally_vec_item_threshold(const struct tally_vec *v, unsigned i
 	return v->tally__item_threshold[item];
 }
 
-/* tally_vec_nr_items - the number of items. NULL v: 0. */
+/** tally_vec_nr_items - the number of items. NULL v: 0. */
 TALLY__INLINE unsigned tally_vec_nr_items(const struct tally_vec *v)
 {
 	return v ? v->tally__nr_items : 0;
 }
 
-/*
+/**
  * tally_vec_item_name - item's name (v's own copy, valid until destroy),
  * or NULL when v has no names, the item is unnamed or out of range.
  * Any thread, beside any call but init/destroy.
@@ -234,7 +242,7 @@ TALLY__INLINE const char *tally_vec_item_name(const struct tally_vec *v, unsigne
 
 /* ---- updates ------------------------------------------------------------- */
 
-/*
+/**
  * tally_vec_mod - add d (any sign) to item (mod_node_page_state()).
  * Returns 0, or -EINVAL for a NULL v or item out of range (nothing
  * changed). Any thread, beside every call but init/destroy. Wait-free on
@@ -250,19 +258,19 @@ TALLY__INLINE int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword 
 	return tally__vec_add(v, item, d, TALLY__FOLD_PAST);
 }
 
-/* tally_vec_inc - add 1 with overstep (inc_node_state()); as tally_vec_mod. */
+/** tally_vec_inc - add 1 with overstep (inc_node_state()); as tally_vec_mod. */
 TALLY__INLINE int tally_vec_inc(struct tally_vec *v, unsigned item)
 {
 	return tally__vec_add(v, item, 1, TALLY__FOLD_UP);
 }
 
-/* tally_vec_dec - subtract 1 with overstep (dec_node_state()); as mod. */
+/** tally_vec_dec - subtract 1 with overstep (dec_node_state()); as mod. */
 TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
 {
 	return tally__vec_add(v, item, -1, TALLY__FOLD_DOWN);
 }
 
-/*
+/**
  * tally_vec_mod_multi - add d[i].delta to item d[i].item for i < n, as one
  * update: a snapshot (tally_vec_snapshot*, tally_vec_reset) includes all
  * of it or none of it. For counters that must agree, e.g. cmd_get and
@@ -295,7 +303,7 @@ static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_ve
 
 /* ---- readers ------------------------------------------------------------- */
 
-/*
+/**
  * tally_vec_read_monotonic - the raw global of item as unsigned, never
  * clamped and never moved by a reset (node_page_state_monotonic()), plus
  * TALLY_MONOTONIC_BIAS. For event counters: subtract two samples with
@@ -315,7 +323,7 @@ TALLY__INLINE tally_uword tally_vec_read_monotonic(const struct tally_vec *v, un
 	return tally__load(&v->tally__global[item]) + TALLY_MONOTONIC_BIAS;
 }
 
-/*
+/**
  * tally_vec_read_exact - the exact value of item since its last reset:
  * every completed mod, folded or not (the sum of every CPU's never-reset
  * words, minus the reset baseline). O(CPUs), wait-free, any thread; with
@@ -331,7 +339,7 @@ static inline tally_sword tally_vec_read_exact(const struct tally_vec *v, unsign
 	return tally__to_signed(tally__vec_raw(v, item) - base);
 }
 
-/*
+/**
  * tally_vec_sum - the exact value of item since its last reset, unsigned
  * modulo 2^W: (tally_uword)tally_vec_read_exact(). The reader for event
  * counters (no cast, no clamping: a count past TALLY_SWORD_MAX stays
@@ -346,7 +354,7 @@ static inline tally_uword tally_vec_sum(const struct tally_vec *v, unsigned item
 	return tally__vec_raw(v, item) - base;
 }
 
-/*
+/**
  * tally_vec_read - the global of item since its last reset, negative as 0
  * (node_page_state()). For gauges. Same bound and contract as
  * tally_vec_read_monotonic (right after a reset of a growing item it may
@@ -366,7 +374,7 @@ TALLY__INLINE tally_uword tally_vec_read(const struct tally_vec *v, unsigned ite
 
 /* ---- snapshots and resets ------------------------------------------------ */
 
-/*
+/**
  * tally_vec_snapshot - every item's raw exact value: out[i] = everything
  * ever added to item i, modulo 2^W, never moved by a reset and without
  * TALLY_MONOTONIC_BIAS (the value tally_vec_sum would give with no reset).
@@ -401,7 +409,7 @@ static inline int tally_vec_snapshot(const struct tally_vec *v, tally_uword *out
 	return 0;
 }
 
-/*
+/**
  * tally_vec_snapshot_since_reset - as tally_vec_snapshot, but every value
  * since its item's last reset (out[i] as tally_vec_sum(v, i) would give at
  * one instant): what a "stats" command shows after "stats reset". Under
@@ -422,7 +430,7 @@ static inline int tally_vec_snapshot_since_reset(const struct tally_vec *v, tall
 	return 0;
 }
 
-/*
+/**
  * tally_vec_reset - start every item's since-reset value from 0: take a
  * cut as tally_vec_snapshot does and make it the items' baselines, which
  * the since-reset readers subtract. Raw readers (read_monotonic, snapshot)
@@ -459,7 +467,7 @@ static inline int tally_vec_reset(struct tally_vec *v)
 	return 0;
 }
 
-/*
+/**
  * tally_vec_reset_item - reset one item: as tally_vec_reset, for item
  * alone (its cut is that item's exact sum at the call; a multi-item
  * update racing with it may be in this item's baseline and not in
@@ -479,7 +487,7 @@ static inline int tally_vec_reset_item(struct tally_vec *v, unsigned item)
 
 /* ---- folding ------------------------------------------------------------- */
 
-/*
+/**
  * tally_vec_fold - fold every CPU's diffs into the globals
  * (refresh_cpu_vm_stats()): afterwards read == exact while updates are
  * quiescent. Items with threshold TALLY_VEC_EXACT are left alone (their

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export/formats.h - the renderers (private; include <tally/export.h>):
  * output that counts what it would write, escaping, and one writer per
  * format: Prometheus text 0.0.4, OpenMetrics 1.0, memory.stat-like text

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export/names.h - family names and help texts (private; include <tally/export.h>):
  * the error message, UTF-8 validation, the name rules of the header comment
  * (promtool's lint), and building the families' names and helps.

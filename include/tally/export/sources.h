@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export/sources.h - the registered objects (private; include
  * <tally/export.h>): adding a source and its families all or nothing,
  * freeing it, and collecting the values of counters and vectors at render

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export/types.h - the private parts of an exporter (private; include
  * <tally/export.h>): a registered source, its families, the widened
  * state of a counter series, and the output sink of a render.

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/lifetime.h - creating and destroying trees and groups for
  * tally/rstat.h (private; include <tally/rstat.h>): allocation, group ids,
  * the O(1) unlink of a destroyed group, its deferred free through the

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/names.h - item names for a tree and a name for each group
  * (private; include <tally/rstat.h>), so that a group has a path ("/",
  * "/a", "/a/b") and exporters can render trees by name.
@@ -16,7 +17,7 @@
 #  error "tally/rstat/names.h is private: include <tally/rstat.h>"
 #endif
 
-/* Longest group name, in bytes. */
+/** Longest group name, in bytes. */
 #define TALLY_GROUP_NAME_MAX 255
 
 
@@ -33,7 +34,7 @@ static inline void tally__rstat_names_free(struct tally_tree *t)
 	t->tally__item_names = NULL;
 }
 
-/*
+/**
  * tally_tree_set_item_names - give t's items names: names has one entry
  * per item, each a string or NULL (unnamed). Copied: the caller's strings
  * may go away afterwards. Not validated beyond that (any bytes but NUL):
@@ -80,7 +81,7 @@ static inline int tally_tree_set_item_names(struct tally_tree *t, const char *co
 	return 0;
 }
 
-/*
+/**
  * tally_tree_item_name - item's name (t's own copy, valid until
  * tally_tree_destroy()), or NULL: no names set, the item unnamed or out
  * of range, NULL t. Wait-free; any thread.
@@ -95,7 +96,7 @@ static inline const char *tally_tree_item_name(const struct tally_tree *t, unsig
 	return names ? names[item] : NULL;
 }
 
-/*
+/**
  * tally_group_set_name - name g (not the root: its path is "/"). The name
  * is one path component: 1..TALLY_GROUP_NAME_MAX bytes of valid UTF-8,
  * without '/'. Copied. Siblings with one name are not refused here (an
@@ -132,7 +133,7 @@ static inline int tally_group_set_name(struct tally_group *g, const char *name)
 	return 0;
 }
 
-/*
+/**
  * tally_group_name - g's name (g's own copy, valid while g is), or NULL:
  * unnamed, the root, NULL g. Wait-free; any thread (on a group another
  * thread may destroy: inside tally_tree_read_lock()).

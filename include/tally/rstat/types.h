@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/types.h - the private parts of struct tally_tree and struct
  * tally_group (private; include <tally/rstat.h>), one struct per concern:
  * the updated set (dirty records, per-slot headers, ids), the flush, the

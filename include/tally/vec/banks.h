@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/vec/banks.h - multi-item updates seen whole (private; include
  * <tally/vec.h>): the two banks of TALLY_VEC_MULTI, the update that adds
  * to the active one, and the cut that snapshots and resets take.

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/vec/fold.h - when and how tally_vec folds (private; include
  * <tally/vec.h>): the default threshold (the kernel's
  * calculate_normal_threshold(), mm/vmstat.c), the fold check after each

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/vec/layout.h - where tally_vec keeps its words (private; include
  * <tally/vec.h>): the per-CPU chunk of each slot, the words of one item in
  * it, a slot's value of an item, the exact sum over slots, the reset

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/vec/lifetime.h - setting a tally_vec up and tearing it down
  * (private; include <tally/vec.h>): checking the options, copying the item
  * names, allocating the globals, baselines and per-CPU chunks.
