@@ -1,8 +1,8 @@
 /*
  * bench/userloop.c - what a user's own loop pays per call, without the
  * benchmark harness: tally_counter_add (default batch, and the largest
- * batch: never a fold) and tally_group_mod on a group at depth 4 (8 items,
- * nothing flushing), one thread, each case timed by thread CPU time over
+ * batch, tally_counter_max_batch(): never a fold) and tally_group_mod on a
+ * group at depth 4 (8 items, nothing flushing), one thread, each case timed by thread CPU time over
  * N calls, the cases interleaved, best of R rounds. bench/RESULTS.md
  * quotes it ("What a user's loop pays").
  *
@@ -68,8 +68,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: userloop [N [ROUNDS]]\n");
 		return 2;
 	}
-	if (tally_counter_init(&c[0], 0, 0) || tally_counter_init(&c[1], 0, TALLY_SWORD_MAX / 2))
+	if (tally_counter_init(&c[0], 0, 0) || tally_counter_init(&c[1], 0, tally_counter_max_batch())) {
+		fprintf(stderr, "userloop: tally_counter_init failed\n");
 		return 1;
+	}
 #ifndef USERLOOP_COUNTER_ONLY
 	struct tally_tree *t = tally_tree_create(ITEMS);
 	struct tally_group *g = t ? tally_tree_root(t) : NULL;
