@@ -16,6 +16,16 @@
  *   tally_group_destroy(b);                // deltas go to a; freed after RCU
  *   tally_tree_destroy(t);
  *
+ *   // Per-tenant groups by name, reset and dropped in one call each:
+ *   tally_tree_register_thread(t);         // destroys: RCU registration
+ *   struct tally_group *x = tally_group_create_named(root, "tenant-7");
+ *   tally_tree_read_lock(t);               // x may be destroyed by others
+ *   x = tally_group_find_child(root, "tenant-7");
+ *   if (x) tally_group_mod(x, ITEM, 1);
+ *   tally_tree_read_unlock(t);
+ *   tally_group_reset(x);                  // x's subtree reads 0, one cut
+ *   tally_group_destroy_subtree(x);        // x and below; counts go up
+ *
  * This header holds the structures and the public calls with their
  * contracts. The machinery sits beside it, split where the kernel splits
  * it (each refuses to be included on its own):
@@ -32,6 +42,10 @@
  *                            mem_cgroup_css_rstat_flush())
  *   tally/rstat/lifetime.h   creating and destroying trees and groups, the
  *                            deferred free (css_free_rwork_fn())
+ *   tally/rstat/names.h      item names and group names
+ *   tally/rstat/reset.h      resets of a subtree: the baselines the
+ *                            since-reset readers subtract
+ *   tally/rstat/rcu.h        the RCU rules, checked in TALLY_DEBUG builds
  *   tally/rstat/types.h      the private parts of the two structs, one
  *                            struct per concern
  *
@@ -105,6 +119,19 @@
  *   - Unregister (urcu_memb_unregister_thread()) before a registered thread
  *     exits. urcu-memb uses the membarrier() system call where the kernel
  *     has it, and falls back to memory barriers in the read lock otherwise.
+ *   - tally_tree_register_thread() / tally_tree_unregister_thread() do the
+ *     registration through the tree's flavor. Registering and locking
+ *     through tally's calls lets TALLY_DEBUG builds check these rules: an
+ *     unregistered thread that locks, destroys or walks, or a call on a
+ *     destroyed group outside a read-side section (a use-after-free once
+ *     the grace period ends), aborts with a message naming the call
+ *     (tally/rstat/rcu.h).
+ *   - urcu-bp, liburcu's bulletproof flavor, registers every thread by
+ *     itself at its first read lock: define TALLY_URCU_HEADER
+ *     <urcu/urcu-bp.h> and TALLY_URCU_DEFAULT_FLAVOR urcu_bp_flavor and link
+ *     liburcu-bp (CMake: tally::rstat_bp; pkg-config tally-rstat-bp). No
+ *     thread then needs registering (the read-side sections are still
+ *     needed); its read lock costs more than urcu-memb's (bench/RESULTS.md).
  * liburcu 0.13 lets one translation unit include one flavor header. This
  * header includes TALLY_URCU_HEADER (default <urcu/urcu-memb.h>); to use
  * another flavor in the same file, define TALLY_URCU_HEADER (for example
@@ -118,8 +145,13 @@
  *                            live ancestor: a flush of that ancestor that
  *                            starts after the mod returned reflects it.
  *                            Never lost, never counted twice.
- *   tally_group_create       NULL, errno EINVAL
- *   tally_group_destroy      -EINVAL
+ *   tally_group_create,      NULL, errno EINVAL
+ *   tally_group_create_named
+ *   tally_group_destroy,     -EINVAL
+ *   tally_group_destroy_subtree,
+ *   tally_group_reset,
+ *   tally_group_set_name
+ *   tally_group_find_child   NULL, errno ENOENT (no live children)
  *   flush, flush_force,      errno EINVAL, nothing done (ratelimited: only
  *   flush_ratelimited        when it would flush)
  *   needs_flush              false
@@ -130,6 +162,9 @@
  *                            destroyed too; its memory stays valid)
  *   for_each_child           0, fn never called (a destroyed group has no
  *                            children)
+ * Outside a read-side section any call on a destroyed group is a
+ * use-after-free waiting for the grace period to end; TALLY_DEBUG builds
+ * abort instead, naming the call.
  *
  * ---- Concurrency contract ------------------------------------------------
  *   call                          beside                    progress
@@ -144,9 +179,14 @@
  *   flush, flush_force,           everything but            blocking (the
  *   flush_ratelimited,            tally_tree_destroy        tree's flush lock;
  *   flush_periodic                                          membarrier() [1])
- *   group_create, group_destroy   everything but            blocking (the
- *                                 tally_tree_destroy        flush lock);
- *                                                           destroy defers free
+ *   group_create, _create_named,  everything but            blocking (the
+ *   group_destroy,                tally_tree_destroy        flush lock);
+ *   _destroy_subtree,                                       destroy defers free
+ *   group_reset, tree_reset
+ *   find_child, for_each_child    everything but            lock-free (RCU
+ *                                 tally_tree_destroy        read side)
+ *   tree_register_thread,         everything                blocking (liburcu's
+ *   _unregister_thread                                      registry lock)
  *   start_flusher, stop_flusher   everything but            blocking
  *                                 tally_tree_destroy
  *   tree_create, tree_destroy     nothing on that tree      blocking
