@@ -315,7 +315,7 @@ static inline size_t tally__rstat_subtree(struct tally_group *g, struct tally_gr
 			stack = c;
 		}
 	}
-	*out = v = (struct tally_group **)malloc(n * sizeof(*v));
+	*out = v = (struct tally_group **)malloc(n * sizeof(struct tally_group *));
 	if (!v)
 		return 0;
 	i = n;
