@@ -458,7 +458,8 @@ TALLY__INLINE uint64_t tally_tree_period_ns(const struct tally_tree *t)
  * slot (header + 2 words per item, rounded up to TALLY_CACHELINE) for
  * every possible CPU plus the shared slot, and its share of the dirty
  * bitmaps (one record per slot for 4096 groups, rounded up to a byte).
- * 0 for NULL. */
+ * A group that has been reset also holds its baselines, 2 words per item
+ * (not counted here). 0 for NULL. */
 static inline size_t tally_tree_group_bytes(const struct tally_tree *t)
 {
 	size_t chunk, fixed;
