@@ -4,9 +4,9 @@
  * may destroy), the section alone, and a group's create + destroy (a
  * call_rcu()). Built twice into bench_rstat: with the default flavor,
  * urcu-memb, and with TALLY_BENCH_BP and tally::rstat_bp's definitions,
- * urcu-bp (the bulletproof flavor: threads register by themselves; its
- * read lock checks the registration and fences where urcu-memb relies on
- * membarrier()). The names end in /memb or /bp; compare them in one run.
+ * urcu-bp (TALLY_URCU_BP, the bulletproof flavor: threads register by
+ * themselves; its read lock checks the registration and fences where
+ * urcu-memb relies on membarrier()). The names end in /memb or /bp; compare them in one run.
  */
 #include "cbench.h"
 

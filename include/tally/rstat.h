@@ -127,9 +127,9 @@
  *     the grace period ends), aborts with a message naming the call
  *     (tally/rstat/rcu.h).
  *   - urcu-bp, liburcu's bulletproof flavor, registers every thread by
- *     itself at its first read lock: define TALLY_URCU_HEADER
- *     <urcu/urcu-bp.h> and TALLY_URCU_DEFAULT_FLAVOR urcu_bp_flavor and link
- *     liburcu-bp (CMake: tally::rstat_bp; pkg-config tally-rstat-bp). No
+ *     itself at its first read lock: define TALLY_URCU_BP 1 (config.h)
+ *     and link liburcu-bp (CMake: tally::rstat_bp; pkg-config
+ *     tally-rstat-bp). No
  *     thread then needs registering (the read-side sections are still
  *     needed); its read lock costs more than urcu-memb's (bench/RESULTS.md).
  * liburcu 0.13 lets one translation unit include one flavor header. This

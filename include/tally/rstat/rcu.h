@@ -17,7 +17,7 @@
  *     that happened to come early).
  * A broken rule aborts with a message that names the call and the rule.
  * With a flavor that registers threads by itself (urcu-bp, see
- * TALLY_URCU_HEADER in config.h) the registration checks are skipped.
+ * TALLY_URCU_BP in config.h) the registration checks are skipped.
  * The per-thread record is one weak thread-local symbol, so every
  * translation unit of a program shares it; they must agree on
  * TALLY_DEBUG, and threads must register and lock through tally's calls
