@@ -190,6 +190,19 @@ Test(rstat_api, create_named)
 	cr_assert_null(tally_group_create_named(root, NULL));
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(tally_tree_nr_groups(t), 6);
+	/* Too deep: refused as tally_group_create refuses (the name's copy
+	 * freed: ASan would see it leak). */
+	{
+		struct tally_group *top = tally_group_create(root), *p = top;
+		for (unsigned d = 1; d < TALLY_RSTAT_DEPTH_MAX && p; d++)
+			p = tally_group_create(p);
+		cr_assert_not_null(p);
+		errno = 0;
+		cr_assert_null(tally_group_create_named(p, "deep"));
+		cr_assert_eq(errno, E2BIG);
+		cr_assert_eq(tally_group_destroy_subtree(top), 0); /* 1024 groups at once */
+		cr_assert_eq(tally_tree_nr_groups(t), 6);
+	}
 	/* Destroyed: its name is free again; a destroyed parent refuses. */
 	tally_tree_read_lock(t);
 	cr_assert_eq(tally_group_destroy(c), 0);

@@ -397,9 +397,8 @@ struct tally_tree_opts {
  * or period out of range, an unknown item flag) or ENOMEM. Records the
  * creation time as the last root flush. With TALLY_RSTAT_MEMBARRIER 1
  * (config.h; default 0), the first call in a process (per translation
- * unit) asks the kernel for
- * membarrier() and registers the process for it (see Memory ordering
- * above); the tree keeps the answer. With the default, no system call:
+ * unit) asks the kernel for membarrier() and registers the process for it
+ * (see Memory ordering above); the tree keeps the answer. With the default, no system call:
  * updates and flushes pair full fences. Blocking; touches no other tree.
  */
 static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_opts *o)
@@ -635,7 +634,8 @@ static inline int tally_group_destroy_subtree(struct tally_group *g)
  *                '/'. Copied.
  * @return the group, or NULL with errno EINVAL (NULL parent or name, a bad
  *         name, parent destroyed), EEXIST (parent has a live child of that
- *         name; a child named by tally_group_set_name() counts too) or
+ *         name; a child named by tally_group_set_name() counts too), E2BIG
+ *         (parent at TALLY_RSTAT_DEPTH_MAX, as tally_group_create()) or
  *         ENOMEM. Nothing changed on failure.
  *
  * Checked under the flush lock, so two threads that create one name under

@@ -203,6 +203,7 @@ static inline struct tally_group *tally__rstat_group_create(struct tally_group *
 	/* The depth bound (rstat.h): before anything is allocated. A
 	 * destroyed parent is refused with EINVAL below, whatever its depth. */
 	if (parent->tally__links.depth >= TALLY_RSTAT_DEPTH_MAX && !tally__load(&parent->tally__dead)) {
+		free(name);
 		errno = E2BIG;
 		return NULL;
 	}
