@@ -1002,3 +1002,24 @@ Test(counter, sum_and_reset_threads)
 	cr_assert_eq(total + tally_counter_sum(&c), 7 + 2 * 20000 * 3);
 	tally_counter_destroy(&c);
 }
+
+/* A counter tree: set and sum_and_reset move read with the value (the
+ * top), and the residues below it stay. */
+Test(counter, tree_set_and_reset)
+{
+	struct tally_counter c;
+	cr_assert_eq(tally_counter_init_tree(&c, 3, 0), 0);
+	add_n(&c, 5, 1000);
+	cr_assert_eq(tally_counter_sum_and_reset(&c), 5003);
+	cr_assert_eq(tally_counter_sum(&c), 0);
+	cr_assert_lt(llabs((long long)tally_counter_read(&c)),
+		     (long long)tally_counter_error_bound(&c));
+	add_n(&c, 2, 100);
+	cr_assert_eq(tally_counter_set(&c, 77), 0);
+	cr_assert_eq(tally_counter_sum(&c), 77);
+	add_n(&c, 1, 10);
+	cr_assert_eq(tally_counter_sum(&c), 87);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), 87);
+	tally_counter_destroy(&c);
+}
