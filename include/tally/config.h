@@ -162,6 +162,19 @@
  * the flavor a tree uses when tally_tree_opts.flavor is NULL. Define both
  * (e.g. <urcu/urcu-qsbr.h>, urcu_qsbr_flavor) and link that flavor.
  */
+/* TALLY_URCU_BP: 1 picks liburcu's bulletproof flavor, which registers
+ * every thread by itself: TALLY_URCU_HEADER <urcu/urcu-bp.h> and
+ * TALLY_URCU_DEFAULT_FLAVOR urcu_bp_flavor (link liburcu-bp; the CMake
+ * target tally::rstat_bp and pkg-config tally-rstat-bp define it). */
+#ifndef TALLY_URCU_BP
+#  define TALLY_URCU_BP 0
+#endif
+#if TALLY_URCU_BP && !defined(TALLY_URCU_HEADER)
+#  define TALLY_URCU_HEADER <urcu/urcu-bp.h>
+#endif
+#if TALLY_URCU_BP && !defined(TALLY_URCU_DEFAULT_FLAVOR)
+#  define TALLY_URCU_DEFAULT_FLAVOR urcu_bp_flavor
+#endif
 #ifndef TALLY_URCU_HEADER
 #  define TALLY_URCU_HEADER <urcu/urcu-memb.h>
 #endif

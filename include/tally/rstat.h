@@ -17,6 +17,16 @@
  *   tally_group_destroy(b);                // deltas go to a; freed after RCU
  *   tally_tree_destroy(t);
  *
+ *   // Per-tenant groups by name, reset and dropped in one call each:
+ *   tally_tree_register_thread(t);         // destroys: RCU registration
+ *   struct tally_group *x = tally_group_create_named(root, "tenant-7");
+ *   tally_tree_read_lock(t);               // x may be destroyed by others
+ *   x = tally_group_find_child(root, "tenant-7");
+ *   if (x) tally_group_mod(x, ITEM, 1);
+ *   tally_tree_read_unlock(t);
+ *   tally_group_reset(x);                  // x's subtree reads 0, one cut
+ *   tally_group_destroy_subtree(x);        // x and below; counts go up
+ *
  * This header holds the structures and the public calls with their
  * contracts. The machinery sits beside it, split where the kernel splits
  * it (each refuses to be included on its own):
@@ -33,6 +43,10 @@
  *                            mem_cgroup_css_rstat_flush())
  *   tally/rstat/lifetime.h   creating and destroying trees and groups, the
  *                            deferred free (css_free_rwork_fn())
+ *   tally/rstat/names.h      item names and group names
+ *   tally/rstat/reset.h      resets of a subtree: the baselines the
+ *                            since-reset readers subtract
+ *   tally/rstat/rcu.h        the RCU rules, checked in TALLY_DEBUG builds
  *   tally/rstat/types.h      the private parts of the two structs, one
  *                            struct per concern
  *
@@ -106,6 +120,19 @@
  *   - Unregister (urcu_memb_unregister_thread()) before a registered thread
  *     exits. urcu-memb uses the membarrier() system call where the kernel
  *     has it, and falls back to memory barriers in the read lock otherwise.
+ *   - tally_tree_register_thread() / tally_tree_unregister_thread() do the
+ *     registration through the tree's flavor. Registering and locking
+ *     through tally's calls lets TALLY_DEBUG builds check these rules: an
+ *     unregistered thread that locks, destroys or walks, or a call on a
+ *     destroyed group outside a read-side section (a use-after-free once
+ *     the grace period ends), aborts with a message naming the call
+ *     (tally/rstat/rcu.h).
+ *   - urcu-bp, liburcu's bulletproof flavor, registers every thread by
+ *     itself at its first read lock: define TALLY_URCU_BP 1 (config.h)
+ *     and link liburcu-bp (CMake: tally::rstat_bp; pkg-config
+ *     tally-rstat-bp). No
+ *     thread then needs registering (the read-side sections are still
+ *     needed); its read lock costs more than urcu-memb's (bench/RESULTS.md).
  * liburcu 0.13 lets one translation unit include one flavor header. This
  * header includes TALLY_URCU_HEADER (default <urcu/urcu-memb.h>); to use
  * another flavor in the same file, define TALLY_URCU_HEADER (for example
@@ -119,8 +146,13 @@
  *                            live ancestor: a flush of that ancestor that
  *                            starts after the mod returned reflects it.
  *                            Never lost, never counted twice.
- *   tally_group_create       NULL, errno EINVAL
- *   tally_group_destroy      -EINVAL
+ *   tally_group_create,      NULL, errno EINVAL
+ *   tally_group_create_named
+ *   tally_group_destroy,     -EINVAL
+ *   tally_group_destroy_subtree,
+ *   tally_group_reset,
+ *   tally_group_set_name
+ *   tally_group_find_child   NULL, errno ENOENT (no live children)
  *   flush, flush_force,      errno EINVAL, nothing done (ratelimited: only
  *   flush_ratelimited        when it would flush)
  *   needs_flush              false
@@ -131,6 +163,9 @@
  *                            destroyed too; its memory stays valid)
  *   for_each_child           0, fn never called (a destroyed group has no
  *                            children)
+ * Outside a read-side section any call on a destroyed group is a
+ * use-after-free waiting for the grace period to end; TALLY_DEBUG builds
+ * abort instead, naming the call.
  *
  * ---- Concurrency contract ------------------------------------------------
  *   call                          beside                    progress
@@ -145,9 +180,14 @@
  *   flush, flush_force,           everything but            blocking (the
  *   flush_ratelimited,            tally_tree_destroy        tree's flush lock;
  *   flush_periodic                                          membarrier() [1])
- *   group_create, group_destroy   everything but            blocking (the
- *                                 tally_tree_destroy        flush lock);
- *                                                           destroy defers free
+ *   group_create, _create_named,  everything but            blocking (the
+ *   group_destroy,                tally_tree_destroy        flush lock);
+ *   _destroy_subtree,                                       destroy defers free
+ *   group_reset, tree_reset
+ *   find_child, for_each_child    everything but            lock-free (RCU
+ *                                 tally_tree_destroy        read side)
+ *   tree_register_thread,         everything                blocking (liburcu's
+ *   _unregister_thread                                      registry lock)
  *   start_flusher, stop_flusher   everything but            blocking
  *                                 tally_tree_destroy
  *   tree_create, tree_destroy     nothing on that tree      blocking
@@ -275,6 +315,7 @@ struct tally_tree {
 	struct tally__rstat_flusher tally__flusher;
 	struct tally__rstat_rcu tally__rcu;
 	char **tally__item_names; /* NULL, or set once: see rstat/names.h */
+	unsigned char *tally__item_flags; /* NULL (all counters), or per item */
 };
 
 /** A group of a tree: one node of the hierarchy, made by
@@ -286,6 +327,9 @@ struct tally_group {
 	unsigned tally__nr_items;
 	int tally__dead; /* set by destroy under the flush lock; atomic */
 	union { char *p; uint64_t size; } tally__name; /* set once: rstat/names.h */
+	/* The reset baselines: NULL until the first reset of g (rstat/reset.h),
+	 * then state's [nr_items] and local's [nr_items]; atomic. */
+	union { tally_uword *p; uint64_t size; } tally__base;
 	struct tally__pcpu tally__pcpu; /* slot chunks: tally__rstat_cpu, words, prev */
 	struct tally__rstat_gdirty tally__dirty;
 	struct tally__rstat_gcount tally__cnt;
@@ -333,14 +377,28 @@ struct tally_tree_opts {
 	/** Periodic flush period in clock units (ns): 1..TALLY_RSTAT_PERIOD_MAX;
 	 * 0: TALLY_RSTAT_PERIOD_NS (2 s, FLUSH_TIME). */
 	uint64_t period_ns;
+	/* NULL, or nr_items entries, each 0 (an event counter) or
+	 * TALLY_GROUP_ITEM_GAUGE. Copied. A reset leaves gauges alone. */
+	const unsigned char *item_flags;
 };
 
+/**
+ * TALLY_GROUP_ITEM_GAUGE - tally_tree_opts.item_flags: the item is a
+ * gauge, a level that goes up and down (bytes in use, open connections),
+ * not a count of events: tally_group_reset() leaves it alone, since a
+ * reset would make its level wrong. Without it an item is an event
+ * counter, which a reset starts from 0 again.
+ */
+#define TALLY_GROUP_ITEM_GAUGE 0x1u
+
+#include <tally/rstat/rcu.h>
 #include <tally/rstat/updated.h>
 #include <tally/rstat/threshold.h>
 #include <tally/rstat/flusher.h>
 #include <tally/rstat/flush.h>
 #include <tally/rstat/names.h>
 #include <tally/rstat/lifetime.h>
+#include <tally/rstat/reset.h>
 #undef TALLY__RSTAT_INSIDE
 
 /* ---- trees ---------------------------------------------------------------- */
@@ -348,20 +406,26 @@ struct tally_tree_opts {
 /**
  * tally_tree_create_opts - a tree with only its root group, all items 0.
  * Returns the tree, or NULL with errno EINVAL (NULL opts, nr_items, batch
- * or period out of range) or ENOMEM. Records the creation time as the last
- * root flush. With TALLY_RSTAT_MEMBARRIER 1 (config.h; default 0), the
- * first call in a process (per translation unit) asks the kernel for
- * membarrier() and registers the process for it (see Memory ordering
- * above); the tree keeps the answer. With the default, no system call:
+ * or period out of range, an unknown item flag) or ENOMEM. Records the
+ * creation time as the last root flush. With TALLY_RSTAT_MEMBARRIER 1
+ * (config.h; default 0), the first call in a process (per translation
+ * unit) asks the kernel for membarrier() and registers the process for it
+ * (see Memory ordering above); the tree keeps the answer. With the default, no system call:
  * updates and flushes pair full fences. Blocking; touches no other tree.
  */
 static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_opts *o)
 {
+	unsigned i;
 	if (tally__bad(!o || !o->nr_items || o->nr_items > TALLY_RSTAT_ITEMS_MAX ||
 		       o->batch > TALLY_RSTAT_BATCH_MAX || o->period_ns > TALLY_RSTAT_PERIOD_MAX)) {
 		errno = EINVAL;
 		return NULL;
 	}
+	for (i = 0; o->item_flags && i < o->nr_items; i++)
+		if (tally__bad(o->item_flags[i] & ~TALLY_GROUP_ITEM_GAUGE)) {
+			errno = EINVAL;
+			return NULL;
+		}
 	return tally__rstat_tree_create(o);
 }
 
@@ -405,7 +469,8 @@ TALLY__INLINE uint64_t tally_tree_period_ns(const struct tally_tree *t)
  * slot (header + 2 words per item, rounded up to TALLY_CACHELINE) for
  * every possible CPU plus the shared slot, and its share of the dirty
  * bitmaps (one record per slot for 4096 groups, rounded up to a byte).
- * 0 for NULL. */
+ * A group that has been reset also holds its baselines, 2 words per item
+ * (not counted here). 0 for NULL. */
 static inline size_t tally_tree_group_bytes(const struct tally_tree *t)
 {
 	size_t chunk, fixed;
@@ -433,23 +498,76 @@ static inline unsigned long tally_tree_nr_groups(struct tally_tree *t)
 	return n;
 }
 
-/** tally_tree_read_lock / _unlock - the tree's RCU flavor read-side section,
- * annotated for ThreadSanitizer. The thread must be registered with the
- * flavor. Groups reached inside stay allocated until the unlock. Nests.
- * NULL: no-op. */
+/**
+ * tally_tree_register_thread - register the calling thread with t's RCU
+ * flavor (flavor->register_thread(), e.g. urcu_memb_register_thread()), as
+ * every thread that destroys groups, walks children or uses a group
+ * another thread may destroy must be.
+ *
+ * @param t  the tree (its flavor; trees that share a flavor share the
+ *           registration: register once per flavor, not per tree)
+ * @return 0, or -EINVAL for a NULL t.
+ *
+ * Calling this rather than liburcu directly lets TALLY_DEBUG builds check
+ * the rules (tally/rstat/rcu.h): there, a broken rule aborts with the
+ * call named instead of becoming a use-after-free. With urcu-bp
+ * (registers by itself) it may be skipped. Pair it with
+ * tally_tree_unregister_thread() before the thread exits. Any thread;
+ * blocking (liburcu's registry lock).
+ */
+static inline int tally_tree_register_thread(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return -EINVAL;
+	t->tally__rcu.flavor->register_thread();
+	tally__rcu_note_register(1);
+	return 0;
+}
+
+/**
+ * tally_tree_unregister_thread - undo tally_tree_register_thread(t): the
+ * thread leaves t's flavor (flavor->unregister_thread()). Outside any
+ * read-side section. NULL: no-op. Blocking (liburcu's registry lock).
+ */
+static inline void tally_tree_unregister_thread(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return;
+	t->tally__rcu.flavor->unregister_thread();
+	tally__rcu_note_register(-1);
+}
+
+/**
+ * tally_tree_read_lock - enter a read-side section of t's RCU flavor,
+ * annotated for ThreadSanitizer. Groups reached inside stay allocated
+ * until the matching tally_tree_read_unlock(), destroyed or not. Nests.
+ *
+ * @param t  the tree; NULL: no-op
+ *
+ * The thread must be registered with the flavor (TALLY_DEBUG builds
+ * abort, naming this call, when it was not registered through
+ * tally_tree_register_thread(); urcu-bp needs no registration).
+ * Wait-free with urcu-memb where membarrier() exists (a few loads and
+ * stores), else a full fence.
+ */
 static inline void tally_tree_read_lock(struct tally_tree *t)
 {
 	if (tally__bad(!t))
 		return;
+	tally__rcu_need_registered(t, "tally_tree_read_lock");
 	t->tally__rcu.flavor->read_lock();
+	tally__rcu_note_lock(1);
 }
 
-/** tally_tree_read_unlock - ends the section tally_tree_read_lock() began
- * (see there). NULL: no-op. */
+/**
+ * tally_tree_read_unlock - leave the read-side section that the matching
+ * tally_tree_read_lock(t) entered. NULL: no-op. Wait-free.
+ */
 static inline void tally_tree_read_unlock(struct tally_tree *t)
 {
 	if (tally__bad(!t))
 		return;
+	tally__rcu_note_lock(-1);
 	/* Pairs with the acquire in tally__group_free_rcu(). */
 	tally__tsan_release(&t->tally__rcu.tsan_token);
 	t->tally__rcu.flavor->read_unlock();
@@ -471,7 +589,7 @@ static inline struct tally_group *tally_group_create(struct tally_group *parent)
 		errno = EINVAL;
 		return NULL;
 	}
-	return tally__rstat_group_create(parent);
+	return tally__rstat_group_create(parent, NULL);
 }
 
 /**
@@ -493,7 +611,115 @@ static inline int tally_group_destroy(struct tally_group *g)
 	return tally__rstat_group_destroy(g);
 }
 
-/** tally_group_parent - g's parent; NULL for the root (errno untouched),
+/**
+ * tally_group_destroy_subtree - destroy g and every group below it, in one
+ * call: children before parents, each as tally_group_destroy() does, all
+ * under one hold of the flush lock (no group can be created under the
+ * subtree meanwhile, and no flush sees it half gone).
+ *
+ * @param g  the top of the subtree (not the root: tally_tree_destroy())
+ * @return 0, -EINVAL (NULL g, the root, g already destroyed) or -ENOMEM
+ *         (nothing changed).
+ *
+ * Everything the subtree counted, flushed or not, is handed to g's parent
+ * exactly, as for tally_group_destroy() of each group in turn (updates
+ * racing with it: "Destroyed groups" above). Each group is freed by
+ * call_rcu() after a grace period. O(groups * slots * items).
+ * Blocking (the flush lock; no grace-period wait). The caller must be
+ * registered with the tree's RCU flavor (TALLY_DEBUG checks).
+ */
+static inline int tally_group_destroy_subtree(struct tally_group *g)
+{
+	if (tally__bad(!g))
+		return -EINVAL;
+	return tally__rstat_group_destroy_subtree(g);
+}
+
+/**
+ * tally_group_create_named - a new group under parent, all items 0, named
+ * name from the start: create and tally_group_set_name() in one call, so
+ * that no walker or exporter ever sees the group unnamed.
+ *
+ * @param parent  the parent group
+ * @param name    one path component, as tally_group_set_name() takes:
+ *                1..TALLY_GROUP_NAME_MAX bytes of valid UTF-8 without
+ *                '/'. Copied.
+ * @return the group, or NULL with errno EINVAL (NULL parent or name, a bad
+ *         name, parent destroyed), EEXIST (parent has a live child of that
+ *         name; a child named by tally_group_set_name() counts too), E2BIG
+ *         (parent at TALLY_RSTAT_DEPTH_MAX, as tally_group_create()) or
+ *         ENOMEM. Nothing changed on failure.
+ *
+ * Checked under the flush lock, so two threads that create one name under
+ * one parent at once get one group and one EEXIST (create-or-find:
+ * tally_group_find_child() after EEXIST, inside a read-side section if
+ * the group may be destroyed meanwhile). O(children of parent) for the
+ * check. Blocking (the flush lock). Any thread; under a parent another
+ * thread may destroy, inside tally_tree_read_lock().
+ */
+static inline struct tally_group *tally_group_create_named(struct tally_group *parent,
+							    const char *name)
+{
+	char *copy;
+	size_t len;
+	if (tally__bad(!parent || !name) || !tally__rstat_name_ok(name, &len)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	copy = (char *)malloc(len + 1);
+	if (!copy) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, name, len + 1);
+	return tally__rstat_group_create(parent, copy);
+}
+
+/**
+ * tally_group_find_child - parent's live child named name.
+ *
+ * @param parent  the parent group
+ * @param name    the name to look for (compared bytewise)
+ * @return the child, or NULL with errno EINVAL (NULL parent or name) or
+ *         ENOENT (no live child of that name; a destroyed parent has
+ *         none). With two children of one name (set by
+ *         tally_group_set_name(), which does not refuse), the one created
+ *         last.
+ *
+ * Walks parent's children inside a read-side section of the tree's flavor
+ * (the calling thread must be registered: TALLY_DEBUG checks). The group
+ * returned stays allocated only while the caller holds a read-side
+ * section of its own, if another thread may destroy it: call this inside
+ * tally_tree_read_lock() and use the result before the unlock. Children
+ * created or destroyed meanwhile may or may not be seen. O(children);
+ * lock-free.
+ */
+static inline struct tally_group *tally_group_find_child(struct tally_group *parent,
+							  const char *name)
+{
+	struct tally_group *c, *found = NULL;
+	if (tally__bad(!parent || !name)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	tally__rcu_need_registered(parent->tally__tree, "tally_group_find_child");
+	tally_tree_read_lock(parent->tally__tree);
+	/* Acquire: pairs with the release publish in tally_group_create(). */
+	for (c = tally__load_acq(&parent->tally__links.first_child); c;
+	     c = tally__load_acq(&c->tally__links.next_sibling)) {
+		const char *n = tally_group_name(c);
+		if (!tally__load(&c->tally__dead) && n && !strcmp(n, name)) {
+			found = c;
+			break;
+		}
+	}
+	tally_tree_read_unlock(parent->tally__tree);
+	if (!found)
+		errno = ENOENT;
+	return found;
+}
+
+/* tally_group_parent - g's parent; NULL for the root (errno untouched),
  * NULL with errno EINVAL for a NULL g. Wait-free. */
 TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g)
 {
@@ -531,6 +757,7 @@ static inline int tally_group_for_each_child(struct tally_group *g,
 	int r = 0;
 	if (tally__bad(!g || !fn))
 		return -EINVAL;
+	tally__rcu_need_registered(g->tally__tree, "tally_group_for_each_child");
 	tally_tree_read_lock(g->tally__tree);
 	/* Acquire: pairs with the release publish in tally_group_create(). */
 	for (c = tally__load_acq(&g->tally__links.first_child); c;
@@ -563,8 +790,10 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 #if TALLY__HAVE_RSEQ
 	int r;
 #endif
-	if (tally__bad(!g || item >= g->tally__nr_items || tally__load(&g->tally__dead)))
+	if (tally__bad(!g || item >= g->tally__nr_items))
 		return -EINVAL;
+	if (tally__unlikely(tally__load(&g->tally__dead)))
+		return tally__rcu_dead("tally_group_mod");
 	if (!delta)
 		return 0;
 	t = g->tally__tree;
@@ -623,7 +852,7 @@ static inline void tally_group_flush(struct tally_group *g)
 		return;
 	}
 	if (tally__load(&g->tally__dead)) {
-		errno = EINVAL;
+		errno = -tally__rcu_dead("tally_group_flush");
 		return;
 	}
 	if (tally_group_needs_flush(g))
@@ -636,6 +865,10 @@ static inline void tally_group_flush_force(struct tally_group *g)
 {
 	if (tally__bad(!g)) {
 		errno = EINVAL;
+		return;
+	}
+	if (tally__load(&g->tally__dead)) {
+		errno = -tally__rcu_dead("tally_group_flush_force");
 		return;
 	}
 	tally__rstat_flush(g);
@@ -670,22 +903,79 @@ static inline void tally_tree_flush_periodic(struct tally_tree *t)
 }
 
 /**
+ * tally_group_reset - start the since-reset values of g and of every group
+ * below it from 0, with one cut, as tally_vec_reset() does for a vector.
+ *
+ * @param g  the top of the subtree (the root: the whole tree)
+ * @return 0, -EINVAL (NULL g, g destroyed) or -ENOMEM (nothing changed).
+ *
+ * Under the flush lock: a flush of g's subtree, then every group's
+ * hierarchical and local values become its baselines, which
+ * tally_group_read(), read_positive() and read_local() subtract. Items
+ * flagged TALLY_GROUP_ITEM_GAUGE (tally_tree_opts.item_flags) are left
+ * alone. The raw values (tally_group_read_monotonic(), exporters' deltas)
+ * never move, and the ancestors of g keep theirs: what the subtree counted
+ * before the reset stays counted above it.
+ *
+ * Contract, with X the set of updates in the cut: X includes every update
+ * completed before the call and none that started after it returned (the
+ * flush's ordering, rstat.h's Memory ordering). An update racing with the
+ * reset is either in X (in the baseline) or, once a later flush covers
+ * it, in every later since-reset value: never lost, never counted twice.
+ * So at any quiescent point, after a flush, baseline + since-reset value
+ * = raw value for every group and item, and the values of the subtree's
+ * groups agree with each other as they did (a parent's since-reset value
+ * is its local's plus its children's). A reader racing with the reset
+ * sees, per item, the value from before it or one since it, never a mix
+ * (a growing item's since-reset value is never negative).
+ * Any thread, beside every call but tally_tree_destroy(); on a group
+ * another thread may destroy, inside tally_tree_read_lock(). Blocking
+ * (the flush lock). Allocates a group's baselines (2 words per item) at
+ * its first reset.
+ */
+static inline int tally_group_reset(struct tally_group *g)
+{
+	if (tally__bad(!g))
+		return -EINVAL;
+	return tally__rstat_reset(g);
+}
+
+/**
+ * tally_tree_reset - tally_group_reset() of t's root: the whole tree.
+ * @return 0, -EINVAL (NULL t) or -ENOMEM (nothing changed).
+ */
+static inline int tally_tree_reset(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return -EINVAL;
+	return tally__rstat_reset(t->tally__root);
+}
+
+/*
  * Readers: the values as of the last flush that covered g. O(1), relaxed
  * loads, never blocked by a flush; any thread. A NULL g or an item out of
  * range reads 0.
- *   tally_group_read           hierarchical, signed
- *   tally_group_read_positive  hierarchical, negative as 0 (for gauges)
- *   tally_group_read_monotonic hierarchical raw word + TALLY_MONOTONIC_BIAS
+ *   tally_group_read           hierarchical since g's last reset, signed
+ *   tally_group_read_positive  hierarchical since g's last reset, negative
+ *                              as 0 (for gauges)
+ *   tally_group_read_monotonic hierarchical raw word + TALLY_MONOTONIC_BIAS,
+ *                              never moved by a reset
  *                              (lruvec_page_state_monotonic(): for event
  *                              counters sampled and subtracted with
  *                              tally_delta(), right across a wrap)
- *   tally_group_read_local     g alone, signed
+ *   tally_group_read_local     g alone since its last reset, signed
+ * Without a reset "since the last reset" is "ever". A reader racing with
+ * a reset of g sees, per item, the value before it or one since it
+ * (tally_group_reset()).
  */
 TALLY__INLINE tally_sword tally_group_read(const struct tally_group *g, unsigned item)
 {
+	tally_uword base;
 	if (tally__bad(!g || item >= g->tally__nr_items))
 		return 0;
-	return tally__to_signed(tally__load(&g->tally__state[item]));
+	tally__rcu_check_alive(g, "tally_group_read");
+	base = tally__rstat_baseline(g, item);
+	return tally__to_signed(tally__load(&g->tally__state[item]) - base);
 }
 
 /** tally_group_read_positive - tally_group_read(), negative values as 0. */
@@ -701,6 +991,7 @@ TALLY__INLINE tally_uword tally_group_read_monotonic(const struct tally_group *g
 {
 	if (tally__bad(!g || item >= g->tally__nr_items))
 		return 0;
+	tally__rcu_check_alive(g, "tally_group_read_monotonic");
 	return (tally_uword)(tally__load(&g->tally__state[item]) + TALLY_MONOTONIC_BIAS);
 }
 
@@ -708,9 +999,12 @@ TALLY__INLINE tally_uword tally_group_read_monotonic(const struct tally_group *g
  * (see tally_group_read). */
 TALLY__INLINE tally_sword tally_group_read_local(const struct tally_group *g, unsigned item)
 {
+	tally_uword base;
 	if (tally__bad(!g || item >= g->tally__nr_items))
 		return 0;
-	return tally__to_signed(tally__load(&g->tally__local[item]));
+	tally__rcu_check_alive(g, "tally_group_read_local");
+	base = tally__rstat_baseline(g, g->tally__nr_items + item);
+	return tally__to_signed(tally__load(&g->tally__local[item]) - base);
 }
 
 /* ---- the periodic flusher thread ---------------------------------------- */

@@ -7,8 +7,10 @@
  * (0, 1, -1, the word's wrap points, out-of-range items, batches and
  * thresholds, NULL for every pointer of every public call). A plain
  * sequential model written here (no code shared with the headers) says
- * what each call must return and what every reader must show: exact sums,
- * exact vec values, group values after a forced flush, local values, the
+ * what each call must return and what every reader must show: exact sums
+ * (through sets and read-and-resets), exact vec values, group values after
+ * a forced flush or a reset (since-reset and raw), local values, groups
+ * created by name, found by name and destroyed by subtree, the
  * cost fold and note arithmetic, in-flight gauges and throttle statistics;
  * -EINVAL, 0, NULL or a no-op for bad input, and nothing changed by a
  * rejected call. Any difference aborts with the step and the values.
@@ -259,8 +261,26 @@ static void op_counter(struct input *in)
 			tally_counter_destroy(c);
 		ctr[i].live = 0;
 		break;
-	case 2:
-	case 3: { /* add */
+	case 3: { /* set, or sum_and_reset: one cut */
+		tally_sword v = pick_sword(in);
+		if (!ctr[i].live)
+			break;
+		if (u8(in) % 2) {
+			op_name = "counter_set";
+			EXPECT(tally_counter_set(c, v) == 0, "");
+			ctr[i].value = UW(v);
+		} else {
+			tally_sword got;
+			op_name = "counter_sum_and_reset";
+			got = tally_counter_sum_and_reset(c);
+			EXPECT(got == sgn(ctr[i].value), "counter %d: returned %lld, model %lld", i,
+			       LL(got), LL(sgn(ctr[i].value)));
+			ctr[i].value = 0;
+		}
+		counter_check(i);
+		break;
+	}
+	case 2: { /* add */
 		tally_sword d = pick_sword(in);
 		unsigned reps = 1u + u8(in) % 8;
 		op_name = "counter_add";
@@ -303,7 +323,13 @@ static void op_counter(struct input *in)
 		break;
 	}
 	default: /* NULL */
-		switch (u8(in) % 10) {
+		switch (u8(in) % 12) {
+		case 10: op_name = "counter_set(NULL)";
+			EXPECT(tally_counter_set(NULL, 3) == -EINVAL, "");
+			break;
+		case 11: op_name = "counter_sum_and_reset(NULL)";
+			EXPECT(tally_counter_sum_and_reset(NULL) == 0, "");
+			break;
 		case 0: op_name = "counter_init(NULL)";
 			EXPECT(tally_counter_init(NULL, 1, 0) == -EINVAL, "");
 			break;
@@ -1021,6 +1047,7 @@ static struct {
 	unsigned nr;
 	uint64_t now, period;
 	int locked; /* read-side sections held */
+	unsigned char flags[TREE_ITEMS]; /* item flags (TALLY_GROUP_ITEM_GAUGE) */
 } tr;
 
 static struct grp {
@@ -1029,7 +1056,12 @@ static struct grp {
 	int live;
 	tally_uword local[TREE_ITEMS];     /* mods on this group */
 	tally_uword inherited[TREE_ITEMS]; /* handed over by destroyed children */
+	tally_uword base_h[TREE_ITEMS];    /* hierarchical value at the last reset */
+	tally_uword base_l[TREE_ITEMS];    /* local value at the last reset */
+	int name; /* 0..3 for a name "n0".."n3" given at creation; -1: none */
 } grp[NR_GROUPS];
+
+static const char *const group_names[4] = {"n0", "n1", "n2", "n3"};
 
 static uint64_t fuzz_clock(void *arg)
 {
@@ -1085,15 +1117,16 @@ static void group_check_exact(int i)
 {
 	struct tally_group *g = grp[i].g;
 	for (unsigned it = 0; it < tr.nr; it++) {
-		tally_uword h = hier(i, it);
+		tally_uword raw = hier(i, it), h = UW(raw - grp[i].base_h[it]);
+		tally_uword l = UW(grp[i].local[it] - grp[i].base_l[it]);
 		EXPECT(tally_group_read(g, it) == sgn(h), "group %d item %u: %lld, model %lld", i, it,
 		       LL(tally_group_read(g, it)), LL(sgn(h)));
 		EXPECT(tally_group_read_positive(g, it) == clamp0(h), "group %d item %u", i, it);
-		EXPECT(tally_group_read_monotonic(g, it) == UW(h + TALLY_MONOTONIC_BIAS),
+		EXPECT(tally_group_read_monotonic(g, it) == UW(raw + TALLY_MONOTONIC_BIAS),
 		       "group %d item %u", i, it);
-		EXPECT(tally_group_read_local(g, it) == sgn(grp[i].local[it]),
+		EXPECT(tally_group_read_local(g, it) == sgn(l),
 		       "group %d item %u: local %lld, model %lld", i, it,
-		       LL(tally_group_read_local(g, it)), LL(sgn(grp[i].local[it])));
+		       LL(tally_group_read_local(g, it)), LL(sgn(l)));
 	}
 }
 
@@ -1145,6 +1178,19 @@ static void op_tree_create(struct input *in)
 	o.period_ns = periods[c % 5];
 	o.clock = fuzz_clock;
 	o.clock_arg = &tr;
+	uint8_t f = u8(in);
+	unsigned char flags[TREE_ITEMS];
+	for (unsigned it = 0; it < TREE_ITEMS; it++)
+		flags[it] = (f >> it) & 1 ? TALLY_GROUP_ITEM_GAUGE : 0;
+	if (f & 0x80)
+		o.item_flags = flags;
+	if (f == 0x7f) { /* an unknown flag */
+		flags[0] = 0x2;
+		o.item_flags = flags;
+		errno = 0;
+		EXPECT(tally_tree_create_opts(&o) == NULL && errno == EINVAL, "item flag 0x2");
+		return;
+	}
 	if (a >= 240 || b >= 240 || c >= 240) { /* each bad field alone */
 		if (a >= 240)
 			o.nr_items = (a & 1) ? 0u : TALLY_RSTAT_ITEMS_MAX + 1u;
@@ -1163,6 +1209,10 @@ static void op_tree_create(struct input *in)
 	       ULL(o.period_ns), errno);
 	tr.nr = o.nr_items;
 	tr.period = o.period_ns ? o.period_ns : TALLY_RSTAT_PERIOD_NS;
+	for (unsigned it = 0; it < TREE_ITEMS; it++)
+		tr.flags[it] = o.item_flags ? flags[it] : 0;
+	for (int j = 0; j < NR_GROUPS; j++)
+		grp[j].name = -1;
 	grp[0].g = tally_tree_root(tr.t);
 	grp[0].parent = -1;
 	grp[0].live = 1;
@@ -1190,8 +1240,8 @@ static void op_group_destroy(int i, int in_section)
 		return;
 	}
 	for (unsigned it = 0; it < tr.nr; it++) {
-		want[it] = hier(i, it);
-		local[it] = grp[i].local[it];
+		want[it] = UW(hier(i, it) - grp[i].base_h[it]);
+		local[it] = UW(grp[i].local[it] - grp[i].base_l[it]);
 	}
 	if (in_section)
 		tally_tree_read_lock(tr.t);
@@ -1231,7 +1281,90 @@ done:
 	grp[i].g = NULL;
 	memset(grp[i].local, 0, sizeof(grp[i].local));
 	memset(grp[i].inherited, 0, sizeof(grp[i].inherited));
+	memset(grp[i].base_h, 0, sizeof(grp[i].base_h));
+	memset(grp[i].base_l, 0, sizeof(grp[i].base_l));
 	grp[i].parent = -1;
+	grp[i].name = -1;
+}
+
+/* Destroy the subtree at group i in one call; the model hands every
+ * group's counts to i's parent. */
+static void op_group_destroy_subtree(int i, int in_section)
+{
+	struct tally_group *g = grp[i].g;
+	int p = grp[i].parent, rc, live = 0, gone = 0;
+	op_name = "group_destroy_subtree";
+	if (i == 0) {
+		EXPECT(tally_group_destroy_subtree(g) == -EINVAL, "the root");
+		return;
+	}
+	if (in_section)
+		tally_tree_read_lock(tr.t);
+	rc = tally_group_destroy_subtree(g);
+	EXPECT(rc == 0, "group %d: rc %d", i, rc);
+	for (int j = 0; j < NR_GROUPS; j++) {
+		live += grp[j].live;
+		if (!grp[j].live || !in_subtree(j, i))
+			continue;
+		for (unsigned it = 0; it < tr.nr; it++)
+			grp[p].inherited[it] =
+				UW(grp[p].inherited[it] + grp[j].local[it] + grp[j].inherited[it]);
+		gone++;
+	}
+	for (int j = 0; j < NR_GROUPS; j++)
+		if (grp[j].live && in_subtree(j, i))
+			grp[j].live = 0;
+	EXPECT(tally_tree_nr_groups(tr.t) == (unsigned long)(live - gone), "%lu groups, model %d",
+	       tally_tree_nr_groups(tr.t), live - gone);
+	if (in_section) {
+		EXPECT(tally_group_destroy_subtree(g) == -EINVAL, "destroyed twice");
+		EXPECT(tally_group_reset(g) == -EINVAL, "reset of a destroyed group");
+		EXPECT(tally_group_mod(g, 0, 1) == -EINVAL, "mod of a destroyed group");
+		tally_tree_read_unlock(tr.t);
+	}
+	for (int j = 0; j < NR_GROUPS; j++)
+		if (!grp[j].live && grp[j].g) {
+			grp[j].g = NULL;
+			memset(grp[j].local, 0, sizeof(grp[j].local));
+			memset(grp[j].inherited, 0, sizeof(grp[j].inherited));
+			memset(grp[j].base_h, 0, sizeof(grp[j].base_h));
+			memset(grp[j].base_l, 0, sizeof(grp[j].base_l));
+			grp[j].parent = -1;
+			grp[j].name = -1;
+		}
+}
+
+/* Reset the subtree at group i (the tree, for the root through
+ * tally_tree_reset): its since-reset values start from 0 but gauges'. */
+static void op_group_reset(int i, int whole_tree)
+{
+	op_name = whole_tree ? "tree_reset" : "group_reset";
+	if (whole_tree)
+		i = 0;
+	EXPECT((whole_tree ? tally_tree_reset(tr.t) : tally_group_reset(grp[i].g)) == 0, "");
+	for (int j = 0; j < NR_GROUPS; j++) {
+		if (!grp[j].live || !in_subtree(j, i))
+			continue;
+		for (unsigned it = 0; it < tr.nr; it++) {
+			if (tr.flags[it] & TALLY_GROUP_ITEM_GAUGE)
+				continue;
+			grp[j].base_h[it] = hier(j, it);
+			grp[j].base_l[it] = grp[j].local[it];
+		}
+	}
+	/* The reset flushed its subtree: exact there. */
+	for (int j = 0; j < NR_GROUPS; j++)
+		if (grp[j].live && in_subtree(j, i))
+			group_check_exact(j);
+}
+
+/* The live child of p named name k, or -1 (the model's find). */
+static int model_find(int p, int k)
+{
+	for (int j = 0; j < NR_GROUPS; j++)
+		if (grp[j].live && grp[j].parent == p && grp[j].name == k)
+			return j;
+	return -1;
 }
 
 static void op_tree(struct input *in)
@@ -1257,7 +1390,23 @@ static void op_tree(struct input *in)
 				slot = j;
 		if (p < 0 || slot < 0)
 			break;
-		grp[slot].g = tally_group_create(grp[p].g);
+		if (k % 16 == 3) { /* with a name: one per parent */
+			int name = u8(in) % 4, other = model_find(p, name);
+			op_name = "group_create_named";
+			errno = 0;
+			grp[slot].g = tally_group_create_named(grp[p].g, group_names[name]);
+			if (other >= 0) {
+				EXPECT(grp[slot].g == NULL && errno == EEXIST, "name n%d taken: errno %d",
+				       name, errno);
+				break;
+			}
+			EXPECT(grp[slot].g != NULL, "errno %d", errno);
+			EXPECT(!strcmp(tally_group_name(grp[slot].g), group_names[name]), "");
+			grp[slot].name = name;
+		} else {
+			grp[slot].g = tally_group_create(grp[p].g);
+			grp[slot].name = -1;
+		}
 		EXPECT(grp[slot].g != NULL, "errno %d", errno);
 		grp[slot].parent = p;
 		grp[slot].live = 1;
@@ -1265,11 +1414,18 @@ static void op_tree(struct input *in)
 		EXPECT(tally_group_tree(grp[slot].g) == tr.t, "");
 		break;
 	}
-	case 4:
+	case 4: {
+		uint8_t h;
 		i = pick_group(in);
-		if (i >= 0)
-			op_group_destroy(i, u8(in) % 2);
+		h = u8(in);
+		if (i < 0)
+			break;
+		if (h & 2)
+			op_group_destroy_subtree(i, h % 2);
+		else
+			op_group_destroy(i, h % 2);
 		break;
+	}
 	case 5:
 	case 6:
 	case 7: { /* mod, repeated; bad items refused */
@@ -1355,6 +1511,25 @@ static void op_tree(struct input *in)
 		tally_tree_stop_flusher(tr.t);
 		break;
 	}
+	case 14: { /* reset, or find by name */
+		uint8_t h = u8(in);
+		i = pick_group(in);
+		if (i < 0)
+			break;
+		if (h % 4 < 2) {
+			op_group_reset(i, h % 4 == 1);
+			break;
+		}
+		int name = (h >> 2) % 5, want = name < 4 ? model_find(i, name) : -1;
+		struct tally_group *got;
+		op_name = "group_find_child";
+		errno = 0;
+		got = tally_group_find_child(grp[i].g, name < 4 ? group_names[name] : "nope");
+		EXPECT(got == (want >= 0 ? grp[want].g : NULL), "group %d name %d: model %d", i, name,
+		       want);
+		EXPECT(got || errno == ENOENT, "errno %d", errno);
+		break;
+	}
 	case 13: /* nested read-side sections */
 		op_name = "tree_read_lock";
 		if (u8(in) % 2 && tr.locked < 3) {
@@ -1369,7 +1544,39 @@ static void op_tree(struct input *in)
 		uint8_t s = u8(in);
 		struct tally_group *root = tr.t ? grp[0].g : NULL;
 		errno = 0;
-		switch (s % 22) {
+		switch (s % 30) {
+		case 22: op_name = "group_reset(NULL)";
+			EXPECT(tally_group_reset(NULL) == -EINVAL && tally_tree_reset(NULL) == -EINVAL, "");
+			break;
+		case 23: op_name = "group_create_named(NULL)";
+			EXPECT(tally_group_create_named(NULL, "a") == NULL && errno == EINVAL, "");
+			if (root) {
+				errno = 0;
+				EXPECT(tally_group_create_named(root, NULL) == NULL && errno == EINVAL, "");
+			}
+			break;
+		case 24: op_name = "group_create_named(bad name)";
+			if (root) {
+				static const char *const bad[] = {"", "a/b", "\xc3", "/"};
+				const char *name = bad[s & 3];
+				EXPECT(tally_group_create_named(root, name) == NULL && errno == EINVAL,
+				       "name %d", s & 3);
+			}
+			break;
+		case 25: op_name = "group_find_child(NULL)";
+			EXPECT(tally_group_find_child(NULL, "a") == NULL && errno == EINVAL, "");
+			if (root) {
+				errno = 0;
+				EXPECT(tally_group_find_child(root, NULL) == NULL && errno == EINVAL, "");
+			}
+			break;
+		case 26: op_name = "group_destroy_subtree(NULL)";
+			EXPECT(tally_group_destroy_subtree(NULL) == -EINVAL, "");
+			break;
+		case 27: op_name = "tree_register_thread(NULL)";
+			EXPECT(tally_tree_register_thread(NULL) == -EINVAL, "");
+			tally_tree_unregister_thread(NULL);
+			break;
 		case 0: op_name = "tree_create_opts(NULL)";
 			EXPECT(tally_tree_create_opts(NULL) == NULL && errno == EINVAL, "");
 			break;

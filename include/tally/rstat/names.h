@@ -96,7 +96,16 @@ static inline const char *tally_tree_item_name(const struct tally_tree *t, unsig
 	return names ? names[item] : NULL;
 }
 
-/**
+/* A group name's rules: 1..TALLY_GROUP_NAME_MAX bytes of valid UTF-8,
+ * without '/'. Its length in *len. */
+static inline int tally__rstat_name_ok(const char *name, size_t *len)
+{
+	*len = strlen(name);
+	return *len && *len <= TALLY_GROUP_NAME_MAX && !memchr(name, '/', *len) &&
+	       tally__utf8_ok(name, *len);
+}
+
+/*
  * tally_group_set_name - name g (not the root: its path is "/"). The name
  * is one path component: 1..TALLY_GROUP_NAME_MAX bytes of valid UTF-8,
  * without '/'. Copied. Siblings with one name are not refused here (an
@@ -114,9 +123,9 @@ static inline int tally_group_set_name(struct tally_group *g, const char *name)
 	size_t len;
 	if (tally__bad(!g || !name || !g->tally__links.parent))
 		return -EINVAL;
-	len = strlen(name);
-	if (!len || len > TALLY_GROUP_NAME_MAX || memchr(name, '/', len) ||
-	    !tally__utf8_ok(name, len) || tally__load(&g->tally__dead))
+	if (tally__load(&g->tally__dead))
+		return tally__rcu_dead("tally_group_set_name");
+	if (!tally__rstat_name_ok(name, &len))
 		return -EINVAL;
 	if (__atomic_load_n(&g->tally__name.p, __ATOMIC_ACQUIRE))
 		return -EBUSY;

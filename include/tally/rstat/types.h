@@ -134,6 +134,9 @@ struct tally__rstat_rcu {
 	const struct rcu_flavor_struct *flavor;
 	unsigned long deferred; /* call_rcu frees not yet done; atomic */
 	int tsan_token;         /* ThreadSanitizer's grace-period token */
+	/* The flavor registers threads by itself (urcu-bp): TALLY_DEBUG's
+	 * registration checks are skipped (rstat/rcu.h). Set at creation. */
+	int auto_register;
 };
 
 /* ---- struct tally_group ---------------------------------------------------- */
