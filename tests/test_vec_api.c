@@ -47,7 +47,7 @@ static void expect(const struct tally_vec *v, unsigned item, tally_sword g, tall
 Test(vec_api, init_opts_like_init)
 {
 	struct tally_vec v;
-	struct tally_vec_opts o = {3, 10, NULL, 0, NULL};
+	struct tally_vec_opts o = {3, 10, NULL, 0, NULL, NULL};
 	pin();
 	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
 	cr_assert_eq(tally_vec_nr_items(&v), 3);
@@ -73,7 +73,7 @@ Test(vec_api, per_item_thresholds)
 {
 	static const int thr[4] = {0, 1000, TALLY_VEC_EXACT, 1};
 	struct tally_vec v;
-	struct tally_vec_opts o = {4, 10, thr, 0, NULL};
+	struct tally_vec_opts o = {4, 10, thr, 0, NULL, NULL};
 	pin();
 	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
 	cr_assert_eq(tally_vec_item_threshold(&v, 0), 10); /* 0: the vec's */
@@ -123,7 +123,7 @@ Test(vec_api, per_item_thresholds)
 Test(vec_api, exact_only)
 {
 	struct tally_vec v;
-	struct tally_vec_opts o = {3, 0, NULL, TALLY_VEC_EXACT_ONLY, NULL};
+	struct tally_vec_opts o = {3, 0, NULL, TALLY_VEC_EXACT_ONLY, NULL, NULL};
 	pin();
 	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
 	cr_assert_eq(tally_vec_threshold(&v), TALLY_VEC_EXACT);
@@ -150,7 +150,7 @@ Test(vec_api, names_copied)
 	char a[8] = "hits", c[8] = "bytes";
 	const char *names[4] = {a, NULL, c, ""};
 	struct tally_vec v;
-	struct tally_vec_opts o = {4, 0, NULL, 0, names};
+	struct tally_vec_opts o = {4, 0, NULL, 0, names, NULL};
 	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
 	/* The caller's strings may change or go away after init. */
 	strcpy(a, "XXXX");
@@ -176,7 +176,7 @@ Test(vec_api, init_opts_rejects_bad_args)
 	static const int good_thr[2] = {TALLY_VEC_THRESHOLD_MAX, TALLY_VEC_EXACT};
 	struct tally_vec v, copy;
 	struct tally_vec_opts o;
-	const struct tally_vec_opts ok = {2, 5, NULL, 0, NULL};
+	const struct tally_vec_opts ok = {2, 5, NULL, 0, NULL, NULL};
 	memset(&v, 0x5a, sizeof(v));
 	memcpy(&copy, &v, sizeof(v));
 
@@ -240,7 +240,7 @@ Test(vec_api, sum_is_modular_unsigned)
 static void snapshot_case(unsigned flags)
 {
 	struct tally_vec v;
-	struct tally_vec_opts o = {5, (flags & TALLY_VEC_EXACT_ONLY) ? 0 : 10, NULL, flags, NULL};
+	struct tally_vec_opts o = {5, (flags & TALLY_VEC_EXACT_ONLY) ? 0 : 10, NULL, flags, NULL, NULL};
 	tally_uword out[8], want[5] = {0};
 	int cpus[CPU_SETSIZE];
 	int k = harness_allowed_cpus(cpus, CPU_SETSIZE);
@@ -308,7 +308,7 @@ Test(vec_api, snapshot_exact_only)
 static void reset_case(unsigned flags)
 {
 	struct tally_vec v;
-	struct tally_vec_opts o = {3, (flags & TALLY_VEC_EXACT_ONLY) ? 0 : 10, NULL, flags, NULL};
+	struct tally_vec_opts o = {3, (flags & TALLY_VEC_EXACT_ONLY) ? 0 : 10, NULL, flags, NULL, NULL};
 	tally_uword raw[3], since[3];
 	pin();
 	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
@@ -397,12 +397,154 @@ Test(vec_api, reset_exact_only)
 	reset_case(TALLY_VEC_EXACT_ONLY);
 }
 
+/* ---- gauges, hidden items, renaming ------------------------------------ */
+
+/* A gauge keeps its level across resets; counters start again from 0. The
+ * README's CURR_BYTES: after a reset and an eviction, the old code read
+ * 2^64 - 4096 (a reset had made the level 0 before the eviction). */
+static void gauge_case(unsigned flags)
+{
+	enum { GETS, CURR_BYTES, CONNS, NR };
+	static const unsigned char fl[NR] = {0, TALLY_VEC_ITEM_GAUGE,
+					     TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN};
+	struct tally_vec v;
+	struct tally_vec_opts o = {.nr_items = NR, .threshold = (flags & TALLY_VEC_EXACT_ONLY) ? 0 : 10,
+				   .flags = flags, .item_flags = fl};
+	struct tally_vec_delta d[2] = {{GETS, 1}, {CURR_BYTES, 8192}};
+	tally_uword since[NR], raw[NR];
+	tally_sword sg[NR + 1];
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_item_flags(&v, GETS), 0);
+	cr_assert_eq(tally_vec_item_flags(&v, CURR_BYTES), TALLY_VEC_ITEM_GAUGE);
+	cr_assert_eq(tally_vec_item_flags(&v, CONNS), TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN);
+	cr_assert_eq(tally_vec_item_flags(&v, NR), 0);
+	cr_assert_eq(tally_vec_item_flags(NULL, 0), 0);
+	if (flags & TALLY_VEC_MULTI)
+		cr_assert_eq(tally_vec_mod_multi(&v, d, 2), 0);
+	else {
+		tally_vec_inc(&v, GETS);
+		tally_vec_mod(&v, CURR_BYTES, 8192);
+	}
+	tally_vec_mod(&v, CURR_BYTES, 4096);
+	tally_vec_inc(&v, CONNS);
+	tally_vec_inc(&v, CONNS);
+	cr_assert_eq(tally_vec_reset(&v), 0);
+	/* "stats reset": the counter is 0, the gauges keep their levels. */
+	cr_assert_eq(tally_vec_sum(&v, GETS), 0);
+	cr_assert_eq(tally_vec_sum(&v, CURR_BYTES), 12288);
+	cr_assert_eq(tally_vec_read_exact(&v, CONNS), 2);
+	/* An eviction of 16384 bytes and three closes: below zero, signed. */
+	tally_vec_mod(&v, CURR_BYTES, -16384);
+	for (int k = 0; k < 3; k++)
+		tally_vec_dec(&v, CONNS);
+	tally_vec_inc(&v, GETS);
+	cr_assert_eq(tally_vec_read_exact(&v, CURR_BYTES), -4096);
+	cr_assert_eq(tally_vec_read_exact(&v, CONNS), -1);
+	cr_assert_eq(tally_vec_snapshot_since_reset(&v, since, NR), 0);
+	cr_assert_eq(since[GETS], 1);
+	cr_assert_eq(since[CURR_BYTES], U(-4096));
+	cr_assert_eq(since[CONNS], U(-1));
+	memset(sg, 0x5a, sizeof(sg));
+	cr_assert_eq(tally_vec_snapshot_signed(&v, sg, NR + 1), 0);
+	cr_assert_eq(sg[GETS], 1);
+	cr_assert_eq(sg[CURR_BYTES], -4096);
+	cr_assert_eq(sg[CONNS], -1);
+	cr_assert_eq(sg[NR], (tally_sword)U(0x5a5a5a5a5a5a5a5aull), "wrote past nr_items");
+	/* Raw values: a gauge's raw value is its level. */
+	cr_assert_eq(tally_vec_snapshot(&v, raw, NR), 0);
+	cr_assert_eq(raw[GETS], 2);
+	cr_assert_eq(raw[CURR_BYTES], U(-4096));
+	/* A second reset: still the level. reset_item refuses a gauge. */
+	cr_assert_eq(tally_vec_reset(&v), 0);
+	cr_assert_eq(tally_vec_read_exact(&v, CURR_BYTES), -4096);
+	cr_assert_eq(tally_vec_sum(&v, GETS), 0);
+	cr_assert_eq(tally_vec_reset_item(&v, CURR_BYTES), -EINVAL);
+	cr_assert_eq(tally_vec_read_exact(&v, CURR_BYTES), -4096);
+	tally_vec_inc(&v, GETS);
+	cr_assert_eq(tally_vec_reset_item(&v, GETS), 0);
+	cr_assert_eq(tally_vec_sum(&v, GETS), 0);
+	tally_vec_fold(&v);
+	if (!(flags & TALLY_VEC_EXACT_ONLY))
+		cr_assert_eq(tally_vec_read(&v, CONNS), 0); /* -1, clamped */
+	cr_assert_eq(tally_vec_read_exact(&v, CONNS), -1);
+	/* Bad input. */
+	cr_assert_eq(tally_vec_snapshot_signed(NULL, sg, NR), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot_signed(&v, NULL, NR), -EINVAL);
+	sg[0] = 77;
+	cr_assert_eq(tally_vec_snapshot_signed(&v, sg, NR - 1), -EINVAL);
+	cr_assert_eq(sg[0], 77, "out written on -EINVAL");
+	tally_vec_destroy(&v);
+}
+
+Test(vec_api, gauges_survive_reset)
+{
+	gauge_case(0);
+}
+
+Test(vec_api, gauges_survive_reset_multi)
+{
+	gauge_case(TALLY_VEC_MULTI);
+}
+
+Test(vec_api, gauges_survive_reset_exact_only)
+{
+	gauge_case(TALLY_VEC_EXACT_ONLY);
+}
+
+Test(vec_api, item_flags_rejected)
+{
+	static const unsigned char bad[][2] = {{0, 0x4}, {0x80, 0}, {0xff, 1}};
+	struct tally_vec v, copy;
+	memset(&v, 0x5a, sizeof(v));
+	memcpy(&copy, &v, sizeof(v));
+	for (unsigned k = 0; k < N_OF(bad); k++) {
+		struct tally_vec_opts o = {.nr_items = 2, .item_flags = bad[k]};
+		cr_assert_eq(tally_vec_init_opts(&v, &o), -EINVAL, "flags %u", k);
+		cr_assert_eq(memcmp(&v, &copy, sizeof(v)), 0, "v changed on -EINVAL");
+	}
+}
+
+Test(vec_api, set_item_name)
+{
+	const char *names[3] = {"cmd_get", "response_obj_count", NULL};
+	char mine[32] = "response_objs";
+	struct tally_vec v, w;
+	struct tally_vec_opts o = {.nr_items = 3, .names = names};
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_set_item_name(&v, 1, mine), 0);
+	strcpy(mine, "XXXX"); /* copied */
+	cr_assert_str_eq(tally_vec_item_name(&v, 0), "cmd_get");
+	cr_assert_str_eq(tally_vec_item_name(&v, 1), "response_objs");
+	cr_assert_null(tally_vec_item_name(&v, 2));
+	cr_assert_eq(tally_vec_set_item_name(&v, 2, "slab_get_hits{class=\"1\"}"), 0);
+	cr_assert_str_eq(tally_vec_item_name(&v, 2), "slab_get_hits{class=\"1\"}");
+	cr_assert_eq(tally_vec_set_item_name(&v, 0, NULL), 0);
+	cr_assert_null(tally_vec_item_name(&v, 0));
+	cr_assert_str_eq(tally_vec_item_name(&v, 1), "response_objs");
+	/* Bad input changes nothing. */
+	cr_assert_eq(tally_vec_set_item_name(&v, 3, "x"), -EINVAL);
+	cr_assert_eq(tally_vec_set_item_name(&v, UINT_MAX, "x"), -EINVAL);
+	cr_assert_eq(tally_vec_set_item_name(NULL, 0, "x"), -EINVAL);
+	cr_assert_str_eq(tally_vec_item_name(&v, 1), "response_objs");
+	tally_vec_destroy(&v);
+	/* A vec made without names gets them one at a time. */
+	cr_assert_eq(tally_vec_init(&w, 2, 0), 0);
+	cr_assert_null(tally_vec_item_name(&w, 1));
+	cr_assert_eq(tally_vec_set_item_name(&w, 1, "b"), 0);
+	cr_assert_null(tally_vec_item_name(&w, 0));
+	cr_assert_str_eq(tally_vec_item_name(&w, 1), "b");
+	cr_assert_eq(tally_vec_set_item_name(&w, 1, "c"), 0);
+	cr_assert_str_eq(tally_vec_item_name(&w, 1), "c");
+	tally_vec_destroy(&w);
+}
+
 /* ---- multi-item updates ----------------------------------------------- */
 
 Test(vec_api, mod_multi_values_and_folds)
 {
 	struct tally_vec v;
-	struct tally_vec_opts o = {3, 10, NULL, TALLY_VEC_MULTI, NULL};
+	struct tally_vec_opts o = {3, 10, NULL, TALLY_VEC_MULTI, NULL, NULL};
 	struct tally_vec_delta a[2] = {{0, 6}, {1, -4}};
 	struct tally_vec_delta dup[3] = {{2, 1}, {2, 1}, {2, 1}};
 	pin();
@@ -437,7 +579,7 @@ Test(vec_api, mod_multi_values_and_folds)
 Test(vec_api, mod_multi_across_snapshots)
 {
 	struct tally_vec v;
-	struct tally_vec_opts o = {3, 0, NULL, TALLY_VEC_MULTI, NULL};
+	struct tally_vec_opts o = {3, 0, NULL, TALLY_VEC_MULTI, NULL, NULL};
 	tally_uword out[3];
 	long long want[3] = {0, 0, 0};
 	pin();
@@ -470,7 +612,7 @@ Test(vec_api, mod_multi_across_snapshots)
 Test(vec_api, mod_multi_rejects_bad_args)
 {
 	struct tally_vec v, plain;
-	struct tally_vec_opts o = {3, 10, NULL, TALLY_VEC_MULTI, NULL};
+	struct tally_vec_opts o = {3, 10, NULL, TALLY_VEC_MULTI, NULL, NULL};
 	struct tally_vec_delta bad[3] = {{0, 5}, {3, 5}, {1, 5}};
 	struct tally_vec_delta bad2[2] = {{UINT_MAX, 1}, {0, 1}};
 	struct tally_vec_delta ok[1] = {{0, 5}};
@@ -498,7 +640,7 @@ Test(vec_api, mod_multi_rejects_bad_args)
 Test(vec_api, bad_item_readers)
 {
 	struct tally_vec v;
-	struct tally_vec_opts o = {2, 0, NULL, TALLY_VEC_EXACT_ONLY, NULL};
+	struct tally_vec_opts o = {2, 0, NULL, TALLY_VEC_EXACT_ONLY, NULL, NULL};
 	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
 	tally_vec_mod(&v, 1, 3);
 	cr_assert_eq(tally_vec_sum(&v, 2), 0);
@@ -516,7 +658,7 @@ Test(vec_api, bad_item_readers)
 Test(vec_api, wrap)
 {
 	struct tally_vec v;
-	struct tally_vec_opts o = {2, 0, NULL, TALLY_VEC_MULTI, NULL};
+	struct tally_vec_opts o = {2, 0, NULL, TALLY_VEC_MULTI, NULL, NULL};
 	struct tally_vec_delta d[2] = {{0, TALLY_SWORD_MAX}, {1, TALLY_SWORD_MAX}};
 	tally_uword raw[2], since[2], before;
 	pin();

@@ -14,9 +14,12 @@
  *   tally_vec_sum(&v, ITEM);            // the same, unsigned: event counters
  *   tally_vec_destroy(&v);
  *
- *   // Byte counters, names, multi-item updates:
+ *   // Byte counters, names, gauges, multi-item updates:
  *   static const int thr[NR] = {[BYTES_READ] = 800000, [CURR_BYTES] = TALLY_VEC_EXACT};
- *   struct tally_vec_opts o = {NR, 0, thr, TALLY_VEC_MULTI, names};
+ *   static const unsigned char fl[NR] = {[CURR_BYTES] = TALLY_VEC_ITEM_GAUGE};
+ *   struct tally_vec_opts o = {.nr_items = NR, .thresholds = thr,
+ *                              .flags = TALLY_VEC_MULTI, .names = names,
+ *                              .item_flags = fl};
  *   tally_vec_init_opts(&v, &o);
  *   struct tally_vec_delta hit[2] = {{CMD_GET, 1}, {GET_HITS, 1}};
  *   tally_vec_mod_multi(&v, hit, 2);    // a snapshot sees both or neither
@@ -55,7 +58,9 @@
  *   raw:          everything ever added, modulo 2^W; never moved by a
  *                 reset (read_monotonic, snapshot). For deltas, exporters.
  *   since reset:  raw minus the item's reset baseline (read, read_exact,
- *                 sum, snapshot_since_reset). Without a reset, the same.
+ *                 sum, snapshot_since_reset, snapshot_signed). Without a
+ *                 reset, the same; for a gauge (TALLY_VEC_ITEM_GAUGE),
+ *                 which no reset moves, always the same.
  *
  * This header holds the structures and the public calls with their
  * contracts. The machinery sits beside it (each refuses to be included on
@@ -97,6 +102,21 @@ extern "C" {
 #define TALLY_VEC_MULTI 0x2u
 #define TALLY__VEC_FLAGS (TALLY_VEC_EXACT_ONLY | TALLY_VEC_MULTI)
 
+/** @name Per-item flags (tally_vec_opts.item_flags)
+ * @{ */
+/**
+ * The item is a gauge (a level that goes up and down: open connections,
+ * bytes in use), not an event counter. tally_vec_reset() leaves it alone,
+ * so every since-reset reader gives its current value, and exporters
+ * render it as a gauge (the signed value). Without it an item is an event
+ * counter.
+ */
+#define TALLY_VEC_ITEM_GAUGE 0x1u
+/** Exporters leave the item out; it counts, and every reader reads it. */
+#define TALLY_VEC_ITEM_HIDDEN 0x2u
+/** @} */
+#define TALLY__VEC_ITEM_FLAGS (TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN)
+
 /*
  * struct tally_vec_opts - everything tally_vec_init_opts() takes.
  * nr_items:   1..TALLY_VEC_ITEMS_MAX.
@@ -109,7 +129,14 @@ extern "C" {
  *             thresholds NULL), TALLY_VEC_MULTI.
  * names:      NULL, or nr_items entries, each a string or NULL (unnamed).
  *             Copied: the caller's strings may go away after init. Not
- *             validated here (any bytes but NUL); exporters check them.
+ *             validated here (any bytes but NUL); exporters check them
+ *             (an exporter reads "family{label=\"value\"}" as a series
+ *             of family with that label: tally/export.h).
+ * item_flags: NULL (every item an event counter), or nr_items entries,
+ *             each 0 or TALLY_VEC_ITEM_GAUGE and TALLY_VEC_ITEM_HIDDEN
+ *             OR'd; any other bit is -EINVAL. Copied.
+ * Members added later go at the end: an initialiser that names the
+ * first ones leaves the rest 0 (NULL).
  */
 struct tally_vec_opts {
 	unsigned nr_items;
@@ -117,6 +144,7 @@ struct tally_vec_opts {
 	const int *thresholds;
 	unsigned flags;
 	const char *const *names;
+	const unsigned char *item_flags;
 };
 
 /* One item's part of a multi-item update (tally_vec_mod_multi). */
@@ -131,6 +159,7 @@ struct tally_vec {
 	tally_uword *tally__baseline;   /* per item: reset baseline (raw) */
 	tally_uword *tally__reset_cut;  /* per item: reset's cut, under the lock */
 	int *tally__item_threshold;     /* per item: threshold, or TALLY_VEC_EXACT */
+	unsigned char *tally__item_flags; /* per item: TALLY_VEC_ITEM_* */
 	char **tally__names;            /* NULL, or per item: a copy or NULL */
 	unsigned tally__nr_items;
 	int tally__threshold;           /* the items' default */
@@ -183,7 +212,7 @@ static inline int tally_vec_init_opts(struct tally_vec *v, const struct tally_ve
  */
 static inline int tally_vec_init(struct tally_vec *v, unsigned nr_items, int threshold)
 {
-	struct tally_vec_opts o = {nr_items, threshold, NULL, 0, NULL};
+	struct tally_vec_opts o = {nr_items, threshold, NULL, 0, NULL, NULL};
 	return tally_vec_init_opts(v, &o);
 }
 
@@ -230,6 +259,46 @@ TALLY__INLINE const char *tally_vec_item_name(const struct tally_vec *v, unsigne
 	if (tally__bad(!v || item >= v->tally__nr_items) || !v->tally__names)
 		return NULL;
 	return v->tally__names[item];
+}
+
+/**
+ * tally_vec_item_flags - item's flags (tally_vec_opts.item_flags):
+ * TALLY_VEC_ITEM_GAUGE and TALLY_VEC_ITEM_HIDDEN OR'd.
+ * @return the flags; 0 (an event counter, exported) for a bad v or item.
+ * Any thread, beside any call but init/destroy. Pure read.
+ */
+TALLY__INLINE unsigned tally_vec_item_flags(const struct tally_vec *v, unsigned item)
+{
+	if (tally__bad(!v || item >= v->tally__nr_items))
+		return 0;
+	return v->tally__item_flags[item];
+}
+
+/**
+ * tally_vec_set_item_name - give item a new name (a copy of name; NULL:
+ * unnamed), leaving every other item's name as it was.
+ * @return 0; -EINVAL (NULL v, item out of range: nothing changed);
+ *         -ENOMEM (the old name kept).
+ * Not beside tally_vec_item_name() of the same item, nor beside an
+ * exporter registering v (tally_export_add_vec() copies the names it
+ * exports, so rename before registering): the old name is freed here.
+ * Beside updates, readers and snapshots of v: any thread.
+ */
+static inline int tally_vec_set_item_name(struct tally_vec *v, unsigned item, const char *name)
+{
+	char *d;
+	if (tally__bad(!v || item >= v->tally__nr_items))
+		return -EINVAL;
+	if (!v->tally__names) {
+		v->tally__names = tally__vec_copy_names(NULL, v->tally__nr_items);
+		if (!v->tally__names)
+			return -ENOMEM;
+	}
+	if (tally__vec_dup_name(name, &d))
+		return -ENOMEM;
+	free(v->tally__names[item]);
+	v->tally__names[item] = d;
+	return 0;
 }
 
 /* ---- updates ------------------------------------------------------------- */
@@ -404,7 +473,8 @@ static inline int tally_vec_snapshot(const struct tally_vec *v, tally_uword *out
 /*
  * tally_vec_snapshot_since_reset - as tally_vec_snapshot, but every value
  * since its item's last reset (out[i] as tally_vec_sum(v, i) would give at
- * one instant): what a "stats" command shows after "stats reset". Under
+ * one instant; a gauge's current value): what a "stats" command shows
+ * after "stats reset". Under
  * v's lock, so it sees a tally_vec_reset() whole or not at all. Same
  * contract and errors as tally_vec_snapshot (blocking: takes v's lock).
  */
@@ -422,11 +492,36 @@ static inline int tally_vec_snapshot_since_reset(const struct tally_vec *v, tall
 	return 0;
 }
 
+/**
+ * tally_vec_snapshot_signed - as tally_vec_snapshot_since_reset, each
+ * value as signed: the reader of gauges (TALLY_VEC_ITEM_GAUGE, which no
+ * reset moves: their current values, negative ones included), and of
+ * event counters since their last reset (modulo 2^W, as signed).
+ * @param n room in out, at least tally_vec_nr_items(v).
+ * @return 0, or -EINVAL (NULL v or out, n too small: out untouched).
+ * Same contract as tally_vec_snapshot_since_reset (blocking: v's lock).
+ */
+static inline int tally_vec_snapshot_signed(const struct tally_vec *v, tally_sword *out,
+					    unsigned n)
+{
+	unsigned i;
+	/* tally_sword and tally_uword are the signed and unsigned types of
+	 * one width: out may be read as either. */
+	int err = tally_vec_snapshot_since_reset(v, (tally_uword *)out, n);
+	if (err)
+		return err;
+	for (i = 0; i < v->tally__nr_items; i++)
+		out[i] = tally__to_signed((tally_uword)out[i]);
+	return 0;
+}
+
 /*
- * tally_vec_reset - start every item's since-reset value from 0: take a
- * cut as tally_vec_snapshot does and make it the items' baselines, which
- * the since-reset readers subtract. Raw readers (read_monotonic, snapshot)
- * are not moved. Returns 0, or -EINVAL for a NULL v.
+ * tally_vec_reset - start every event counter's since-reset value from 0:
+ * take a cut as tally_vec_snapshot does and make it the items' baselines,
+ * which the since-reset readers subtract. Gauges (TALLY_VEC_ITEM_GAUGE)
+ * are left alone: their since-reset value stays their current value.
+ * Raw readers (read_monotonic, snapshot) are not moved. Returns 0, or
+ * -EINVAL for a NULL v.
  *
  * Contract, with X the set of updates in the cut: X includes every update
  * completed before the call, none that started after it returned, and
@@ -454,7 +549,8 @@ static inline int tally_vec_reset(struct tally_vec *v)
 	tally__vec_lock(v);
 	tally__vec_cut(v, v->tally__reset_cut);
 	for (i = 0; i < v->tally__nr_items; i++)
-		tally__vec_set_baseline(v, i, v->tally__reset_cut[i]);
+		if (!(v->tally__item_flags[i] & TALLY_VEC_ITEM_GAUGE))
+			tally__vec_set_baseline(v, i, v->tally__reset_cut[i]);
 	tally__vec_unlock(v);
 	return 0;
 }
@@ -464,12 +560,15 @@ static inline int tally_vec_reset(struct tally_vec *v)
  * alone (its cut is that item's exact sum at the call; a multi-item
  * update racing with it may be in this item's baseline and not in
  * another item's: use tally_vec_reset for items that must agree).
- * Returns 0, or -EINVAL (NULL v, item out of range: nothing changed).
- * Blocking (v's lock); any thread, beside every call but init/destroy.
+ * Returns 0, or -EINVAL (NULL v, item out of range, item a gauge
+ * (TALLY_VEC_ITEM_GAUGE: a reset would make its level wrong): nothing
+ * changed). Blocking (v's lock); any thread, beside every call but
+ * init/destroy.
  */
 static inline int tally_vec_reset_item(struct tally_vec *v, unsigned item)
 {
-	if (tally__bad(!v || item >= v->tally__nr_items))
+	if (tally__bad(!v || item >= v->tally__nr_items ||
+		       (v->tally__item_flags[item] & TALLY_VEC_ITEM_GAUGE)))
 		return -EINVAL;
 	tally__vec_lock(v);
 	tally__vec_set_baseline(v, item, tally__vec_raw(v, item));

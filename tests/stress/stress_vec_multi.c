@@ -167,7 +167,7 @@ int main(void)
 	pthread_t rd[2];
 	double secs = harness_seconds();
 	unsigned long long ops = 0;
-	struct tally_vec_opts o = {NR_ITEMS, 0, thresholds, TALLY_VEC_MULTI, names};
+	struct tally_vec_opts o = {NR_ITEMS, 0, thresholds, TALLY_VEC_MULTI, names, NULL};
 	tally_uword raw[NR_ITEMS], since[NR_ITEMS];
 	const char *e = getenv("STRESS_VEC_MULTI_SPLIT");
 

@@ -24,29 +24,50 @@ static inline int tally__vec_opts_ok(const struct tally_vec_opts *o)
 			if (o->thresholds[i] != TALLY_VEC_EXACT &&
 			    (o->thresholds[i] < 0 || o->thresholds[i] > TALLY_VEC_THRESHOLD_MAX))
 				return 0;
+	if (o->item_flags)
+		for (i = 0; i < o->nr_items; i++)
+			if (o->item_flags[i] & ~TALLY__VEC_ITEM_FLAGS)
+				return 0;
 	return 1;
 }
 
-/* Copy names into one block: nr pointers, then the strings. */
+/* A copy of name (NULL for NULL) into *out; -ENOMEM leaves *out alone. */
+static inline int tally__vec_dup_name(const char *name, char **out)
+{
+	char *d = NULL;
+	if (name) {
+		size_t n = strlen(name) + 1;
+		d = (char *)malloc(n);
+		if (!d)
+			return -ENOMEM;
+		memcpy(d, name, n);
+	}
+	*out = d;
+	return 0;
+}
+
+static inline void tally__vec_free_names(char **names, unsigned nr)
+{
+	unsigned i;
+	if (!names)
+		return;
+	for (i = 0; i < nr; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* Copy names: nr pointers, each to a string of its own (so one can be
+ * replaced, tally_vec_set_item_name) or NULL. names NULL: all NULL. */
 static inline char **tally__vec_copy_names(const char *const *names, unsigned nr)
 {
-	size_t len = (size_t)nr * sizeof(char *);
 	unsigned i;
-	char **out, *p;
-	for (i = 0; i < nr; i++)
-		if (names[i])
-			len += strlen(names[i]) + 1;
-	out = (char **)malloc(len);
+	char **out = (char **)calloc(nr, sizeof(char *));
 	if (!out)
 		return NULL;
-	p = (char *)(out + nr);
-	for (i = 0; i < nr; i++) {
-		out[i] = NULL;
-		if (names[i]) {
-			size_t n = strlen(names[i]) + 1;
-			memcpy(p, names[i], n);
-			out[i] = p;
-			p += n;
+	for (i = 0; names && i < nr; i++) {
+		if (tally__vec_dup_name(names[i], &out[i])) {
+			tally__vec_free_names(out, i);
+			return NULL;
 		}
 	}
 	return out;
@@ -71,16 +92,20 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 	n.tally__item_stride = words * sizeof(tally_uword);
 	/* One block: the globals, the baselines, reset's cut. */
 	n.tally__global = (tally_uword *)calloc(3 * (size_t)nr, sizeof(tally_uword));
-	n.tally__item_threshold = (int *)malloc((size_t)nr * sizeof(int));
+	/* One block: the thresholds, then the item flags. */
+	n.tally__item_threshold = (int *)malloc((size_t)nr * (sizeof(int) + 1));
 	if (o->names)
 		n.tally__names = tally__vec_copy_names(o->names, nr);
 	if (!n.tally__global || !n.tally__item_threshold || (o->names && !n.tally__names))
 		goto fail;
 	n.tally__baseline = n.tally__global + nr;
 	n.tally__reset_cut = n.tally__global + 2 * (size_t)nr;
-	for (i = 0; i < nr; i++)
+	n.tally__item_flags = (unsigned char *)(n.tally__item_threshold + nr);
+	for (i = 0; i < nr; i++) {
 		n.tally__item_threshold[i] =
 			o->thresholds && o->thresholds[i] ? o->thresholds[i] : t;
+		n.tally__item_flags[i] = o->item_flags ? o->item_flags[i] : 0;
+	}
 	/* MULTI: two in-flight counters per CPU after the items' words. */
 	chunk = (size_t)nr * n.tally__item_stride;
 	if (o->flags & TALLY_VEC_MULTI)
@@ -102,7 +127,7 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 fail:
 	free(n.tally__global);
 	free(n.tally__item_threshold);
-	free(n.tally__names);
+	tally__vec_free_names(n.tally__names, nr);
 	return err;
 }
 
@@ -111,9 +136,10 @@ static inline void tally__vec_teardown(struct tally_vec *v)
 {
 	free(v->tally__global);
 	free(v->tally__item_threshold);
-	free(v->tally__names);
+	tally__vec_free_names(v->tally__names, v->tally__nr_items);
 	v->tally__global = v->tally__baseline = v->tally__reset_cut = NULL;
 	v->tally__item_threshold = NULL;
+	v->tally__item_flags = NULL;
 	v->tally__names = NULL;
 	pthread_mutex_destroy(&v->tally__lock);
 	tally__pcpu_free(&v->tally__pcpu);
