@@ -304,6 +304,11 @@ static inline int tally_vec_set_item_name(struct tally_vec *v, unsigned item, co
 /* ---- updates ------------------------------------------------------------- */
 
 /*
+ * The update calls below are inlined at every call site unless config.h's
+ * TALLY_INLINE / TALLY_EXTERN say otherwise (tally/arch.h, TALLY__API).
+ */
+#if TALLY__API_BODY
+/*
  * tally_vec_mod - add d (any sign) to item (mod_node_page_state()).
  * Returns 0, or -EINVAL for a NULL v or item out of range (nothing
  * changed). Any thread, beside every call but init/destroy. Wait-free on
@@ -314,19 +319,19 @@ static inline int tally_vec_set_item_name(struct tally_vec *v, unsigned item, co
  * the item's global, a fence); never a fold for an item with threshold
  * TALLY_VEC_EXACT. Relaxed.
  */
-TALLY__INLINE int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d)
+TALLY__API int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d)
 {
 	return tally__vec_add(v, item, d, TALLY__FOLD_PAST);
 }
 
 /* tally_vec_inc - add 1 with overstep (inc_node_state()); as tally_vec_mod. */
-TALLY__INLINE int tally_vec_inc(struct tally_vec *v, unsigned item)
+TALLY__API int tally_vec_inc(struct tally_vec *v, unsigned item)
 {
 	return tally__vec_add(v, item, 1, TALLY__FOLD_UP);
 }
 
 /* tally_vec_dec - subtract 1 with overstep (dec_node_state()); as mod. */
-TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
+TALLY__API int tally_vec_dec(struct tally_vec *v, unsigned item)
 {
 	return tally__vec_add(v, item, -1, TALLY__FOLD_DOWN);
 }
@@ -347,8 +352,8 @@ TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
  * reading the active bank and announcing itself (tally/vec/banks.h).
  * Other readers (read_exact, sum) see each item's part on its own.
  */
-static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d,
-				      unsigned n)
+TALLY__API int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d,
+				  unsigned n)
 {
 	unsigned i;
 	if (tally__bad(!v || !(v->tally__flags & TALLY_VEC_MULTI) || (n && !d) ||
@@ -361,6 +366,12 @@ static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_ve
 		tally__vec_add_multi(v, d, n);
 	return 0;
 }
+#else
+int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d);
+int tally_vec_inc(struct tally_vec *v, unsigned item);
+int tally_vec_dec(struct tally_vec *v, unsigned item);
+int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d, unsigned n);
+#endif
 
 /* ---- readers ------------------------------------------------------------- */
 
