@@ -415,9 +415,12 @@ static void gauge_case(unsigned flags)
 	tally_sword sg[NR + 1];
 	pin();
 	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
-	cr_assert_eq(tally_vec_item_flags(&v, GETS), 0);
-	cr_assert_eq(tally_vec_item_flags(&v, CURR_BYTES), TALLY_VEC_ITEM_GAUGE);
-	cr_assert_eq(tally_vec_item_flags(&v, CONNS), TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN);
+	/* A TALLY_VEC_MULTI vec: every item takes part. */
+	unsigned m = (flags & TALLY_VEC_MULTI) ? TALLY_VEC_ITEM_MULTI : 0;
+	cr_assert_eq(tally_vec_item_flags(&v, GETS), m);
+	cr_assert_eq(tally_vec_item_flags(&v, CURR_BYTES), TALLY_VEC_ITEM_GAUGE | m);
+	cr_assert_eq(tally_vec_item_flags(&v, CONNS),
+		     TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN | m);
 	cr_assert_eq(tally_vec_item_flags(&v, NR), 0);
 	cr_assert_eq(tally_vec_item_flags(NULL, 0), 0);
 	if (flags & TALLY_VEC_MULTI)
@@ -494,7 +497,7 @@ Test(vec_api, gauges_survive_reset_exact_only)
 
 Test(vec_api, item_flags_rejected)
 {
-	static const unsigned char bad[][2] = {{0, 0x4}, {0x80, 0}, {0xff, 1}};
+	static const unsigned char bad[][2] = {{0, 0x8}, {0x80, 0}, {0xff, 1}};
 	struct tally_vec v, copy;
 	memset(&v, 0x5a, sizeof(v));
 	memcpy(&copy, &v, sizeof(v));
@@ -607,6 +610,72 @@ Test(vec_api, mod_multi_across_snapshots)
 		cr_assert_eq(tally__vec_inflight(&v, s)[1], 0);
 	}
 	tally_vec_destroy(&v);
+}
+
+/* Banks only for the items that take part: 802 items of which 10 have
+ * TALLY_VEC_ITEM_MULTI cost 2 words per CPU each, the 10 four more and the
+ * vector two more (all 802 with TALLY_VEC_MULTI: 6 each). Multi-item
+ * updates of those items stay whole and exact beside single updates of
+ * every item, folds, snapshots and resets; others are refused. */
+Test(vec_api, multi_items_only)
+{
+	enum { NR = 802, NM = 10 };
+	static unsigned char fl[NR];
+	struct tally_vec v, all;
+	struct tally_vec_opts o = {.nr_items = NR, .threshold = 10, .item_flags = fl};
+	struct tally_vec_opts oa = {.nr_items = NR, .threshold = 10, .flags = TALLY_VEC_MULTI};
+	long long want[NR];
+	tally_uword out[NR];
+	struct tally_vec_delta bad[2] = {{5, 1}, {7, 1}}; /* 5 takes part, 7 does not */
+	pin();
+	memset(want, 0, sizeof(want));
+	for (unsigned j = 0; j < NM; j++)
+		fl[5 + 80 * j] = TALLY_VEC_ITEM_MULTI; /* items 5, 85, ..., 725 */
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	cr_assert_eq(tally_vec_init_opts(&all, &oa), 0);
+	cr_assert_eq((char *)tally__vec_inflight(&v, 0) - (char *)tally__vec_slot(&v, 0, 0),
+		     (NR * 2 + NM * 4) * (long)sizeof(tally_uword));
+	cr_assert_eq((char *)tally__vec_inflight(&all, 0) - (char *)tally__vec_slot(&all, 0, 0),
+		     NR * 6 * (long)sizeof(tally_uword));
+	cr_assert_eq(tally_vec_item_flags(&v, 5), TALLY_VEC_ITEM_MULTI);
+	cr_assert_eq(tally_vec_item_flags(&v, 6), 0);
+	cr_assert_eq(tally_vec_item_flags(&all, 6), TALLY_VEC_ITEM_MULTI);
+	for (int n = 0; n < 500; n++) {
+		struct tally_vec_delta d[3] = {{5, 1}, {(unsigned)(85 + 80 * (n % 9)), 1}, {725, -n}};
+		cr_assert_eq(tally_vec_mod_multi(&v, d, 3), 0);
+		want[5] += 1;
+		want[85 + 80 * (n % 9)] += 1;
+		want[725] -= n;
+		tally_vec_mod(&v, (unsigned)(n % NR), 3);
+		want[n % NR] += 3;
+		tally_vec_inc(&v, 5);
+		want[5] += 1;
+		if (n % 5 == 0) {
+			cr_assert_eq(tally_vec_snapshot(&v, out, NR), 0);
+			for (unsigned i = 0; i < NR; i++)
+				cr_assert_eq(out[i], U(want[i]), "n %d item %u", n, i);
+		}
+		if (n % 7 == 0)
+			tally_vec_fold(&v);
+		if (n == 250) {
+			cr_assert_eq(tally_vec_reset(&v), 0);
+			for (unsigned i = 0; i < NR; i++)
+				cr_assert_eq(tally_vec_sum(&v, i), 0);
+		}
+	}
+	cr_assert_eq(tally_vec_snapshot(&v, out, NR), 0);
+	for (unsigned i = 0; i < NR; i++)
+		cr_assert_eq(out[i], U(want[i]), "item %u", i);
+	tally_vec_fold(&v);
+	for (unsigned i = 0; i < NR; i++)
+		cr_assert_eq(global(&v, i), (tally_sword)want[i], "folded item %u", i);
+	/* An item without banks in a multi-item update: nothing changed. */
+	cr_assert_eq(tally_vec_mod_multi(&v, bad, 2), -EINVAL);
+	cr_assert_eq(tally_vec_snapshot(&v, out, NR), 0);
+	cr_assert_eq(out[5], U(want[5]));
+	cr_assert_eq(out[7], U(want[7]));
+	tally_vec_destroy(&v);
+	tally_vec_destroy(&all);
 }
 
 Test(vec_api, mod_multi_rejects_bad_args)

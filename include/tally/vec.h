@@ -36,7 +36,8 @@
  * As in tally_counter, per CPU and item a never-reset word w and a base
  * (diff = w - base); a fold (tally__pcpu_fold) moves diff into the global
  * and advances the base by CAS, so the exact value (the sum of every w)
- * never depends on folds. With TALLY_VEC_MULTI each CPU and item also has
+ * never depends on folds. With TALLY_VEC_MULTI (every item) or
+ * TALLY_VEC_ITEM_MULTI (that item) each CPU and such an item also has
  * two bank words bank[0], bank[1] that multi-item updates add to (through
  * the same per-CPU add as single updates), each with its own base, folded
  * past the item's threshold as mod folds; the CPU's value of the item is
@@ -97,8 +98,9 @@ extern "C" {
 /* No item folds (as if every threshold were TALLY_VEC_EXACT). */
 #define TALLY_VEC_EXACT_ONLY 0x1u
 /* Multi-item updates (tally_vec_mod_multi) and snapshots that see each
- * one whole: four more words per CPU and item; the O(1) readers' bound
- * triples (see the top of this file). */
+ * one whole, for every item (as if each had TALLY_VEC_ITEM_MULTI): four
+ * more words per CPU and item, two per CPU for the vector; the O(1)
+ * readers' bound triples (see the top of this file). */
 #define TALLY_VEC_MULTI 0x2u
 #define TALLY__VEC_FLAGS (TALLY_VEC_EXACT_ONLY | TALLY_VEC_MULTI)
 
@@ -114,8 +116,16 @@ extern "C" {
 #define TALLY_VEC_ITEM_GAUGE 0x1u
 /** Exporters leave the item out; it counts, and every reader reads it. */
 #define TALLY_VEC_ITEM_HIDDEN 0x2u
+/**
+ * The item takes part in multi-item updates (tally_vec_mod_multi): it
+ * alone gets the two banks, four more words per CPU slot (plus two per
+ * slot for the vector, once), and its O(1) readers' bound is 3 *
+ * threshold per CPU slot. Items without it cost two words per CPU slot
+ * and keep the bound of one threshold. (TALLY_VEC_MULTI: every item.)
+ */
+#define TALLY_VEC_ITEM_MULTI 0x4u
 /** @} */
-#define TALLY__VEC_ITEM_FLAGS (TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN)
+#define TALLY__VEC_ITEM_FLAGS (TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN | TALLY_VEC_ITEM_MULTI)
 
 /*
  * struct tally_vec_opts - everything tally_vec_init_opts() takes.
@@ -133,8 +143,8 @@ extern "C" {
  *             (an exporter reads "family{label=\"value\"}" as a series
  *             of family with that label: tally/export.h).
  * item_flags: NULL (every item an event counter), or nr_items entries,
- *             each 0 or TALLY_VEC_ITEM_GAUGE and TALLY_VEC_ITEM_HIDDEN
- *             OR'd; any other bit is -EINVAL. Copied.
+ *             each 0 or TALLY_VEC_ITEM_GAUGE, TALLY_VEC_ITEM_HIDDEN and
+ *             TALLY_VEC_ITEM_MULTI OR'd; any other bit is -EINVAL. Copied.
  * Members added later go at the end: an initialiser that names the
  * first ones leaves the rest 0 (NULL).
  */
@@ -160,10 +170,13 @@ struct tally_vec {
 	tally_uword *tally__reset_cut;  /* per item: reset's cut, under the lock */
 	int *tally__item_threshold;     /* per item: threshold, or TALLY_VEC_EXACT */
 	unsigned char *tally__item_flags; /* per item: TALLY_VEC_ITEM_* */
+	unsigned *tally__bank_of;       /* per item: its banks' index, or ~0u (none) */
+	unsigned tally__nr_banked;      /* items with banks */
+	size_t tally__banks_off;        /* bytes: the banks in a CPU's chunk */
 	char **tally__names;            /* NULL, or per item: a copy or NULL */
 	unsigned tally__nr_items;
 	int tally__threshold;           /* the items' default */
-	unsigned tally__flags;
+	unsigned tally__flags;          /* TALLY_VEC_MULTI: some item has banks */
 	unsigned tally__active_bank;    /* MULTI: the bank updates add to */
 	size_t tally__item_stride;      /* bytes per item in a CPU's chunk */
 	pthread_mutex_t tally__lock;    /* snapshots of MULTI vecs, resets */
@@ -341,9 +354,10 @@ TALLY__API int tally_vec_dec(struct tally_vec *v, unsigned item)
  * update: a snapshot (tally_vec_snapshot*, tally_vec_reset) includes all
  * of it or none of it. For counters that must agree, e.g. cmd_get and
  * get_hits + get_misses. Items may repeat; n = 0 does nothing.
- * Needs TALLY_VEC_MULTI. Returns 0, or -EINVAL (NULL v, a vec without
- * TALLY_VEC_MULTI, d NULL with n > 0, n > TALLY_VEC_ITEMS_MAX, an item out
- * of range: nothing changed).
+ * Every item must take part (TALLY_VEC_MULTI, or its
+ * TALLY_VEC_ITEM_MULTI). Returns 0, or -EINVAL (NULL v, d NULL with n > 0,
+ * n > TALLY_VEC_ITEMS_MAX, an item out of range or without banks: nothing
+ * changed).
  * Any thread, beside every call but init/destroy. Lock-free: n per-CPU
  * adds to bank words (as tally_vec_mod's: rseq where available), each
  * with the bank word's fold check (as tally_vec_mod), bracketed by an
@@ -360,7 +374,8 @@ TALLY__API int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_d
 		       n > TALLY_VEC_ITEMS_MAX))
 		return -EINVAL;
 	for (i = 0; i < n; i++)
-		if (tally__bad(d[i].item >= v->tally__nr_items))
+		if (tally__bad(d[i].item >= v->tally__nr_items ||
+			       !tally__vec_has_banks(v, d[i].item)))
 			return -EINVAL;
 	if (n)
 		tally__vec_add_multi(v, d, n);

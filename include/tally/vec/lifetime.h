@@ -78,7 +78,7 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 {
 	unsigned i, nr = o->nr_items;
 	int t, err = -ENOMEM;
-	size_t words, chunk;
+	size_t chunk;
 	struct tally_vec n;
 	memset(&n, 0, sizeof(n));
 	if (o->flags & TALLY_VEC_EXACT_ONLY)
@@ -88,28 +88,38 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 	n.tally__nr_items = nr;
 	n.tally__threshold = t;
 	n.tally__flags = o->flags;
-	words = (o->flags & TALLY_VEC_MULTI) ? TALLY__VEC_WORDS_MULTI : TALLY__VEC_WORDS;
-	n.tally__item_stride = words * sizeof(tally_uword);
+	n.tally__item_stride = TALLY__VEC_WORDS * sizeof(tally_uword);
 	/* One block: the globals, the baselines, reset's cut. */
 	n.tally__global = (tally_uword *)calloc(3 * (size_t)nr, sizeof(tally_uword));
-	/* One block: the thresholds, then the item flags. */
-	n.tally__item_threshold = (int *)malloc((size_t)nr * (sizeof(int) + 1));
+	/* One block: the thresholds, the bank numbers, the item flags. */
+	n.tally__item_threshold =
+		(int *)malloc((size_t)nr * (sizeof(int) + sizeof(unsigned) + 1));
 	if (o->names)
 		n.tally__names = tally__vec_copy_names(o->names, nr);
 	if (!n.tally__global || !n.tally__item_threshold || (o->names && !n.tally__names))
 		goto fail;
 	n.tally__baseline = n.tally__global + nr;
 	n.tally__reset_cut = n.tally__global + 2 * (size_t)nr;
-	n.tally__item_flags = (unsigned char *)(n.tally__item_threshold + nr);
+	n.tally__bank_of = (unsigned *)(n.tally__item_threshold + nr);
+	n.tally__item_flags = (unsigned char *)(n.tally__bank_of + nr);
 	for (i = 0; i < nr; i++) {
+		unsigned char f = o->item_flags ? o->item_flags[i] : 0;
 		n.tally__item_threshold[i] =
 			o->thresholds && o->thresholds[i] ? o->thresholds[i] : t;
-		n.tally__item_flags[i] = o->item_flags ? o->item_flags[i] : 0;
+		if (o->flags & TALLY_VEC_MULTI)
+			f |= TALLY_VEC_ITEM_MULTI;
+		n.tally__item_flags[i] = f;
+		n.tally__bank_of[i] =
+			(f & TALLY_VEC_ITEM_MULTI) ? n.tally__nr_banked++ : TALLY__VEC_NO_BANKS;
 	}
-	/* MULTI: two in-flight counters per CPU after the items' words. */
+	/* Banks: after the items' words, then two in-flight counters. */
 	chunk = (size_t)nr * n.tally__item_stride;
-	if (o->flags & TALLY_VEC_MULTI)
-		chunk += 2 * sizeof(tally_uword);
+	n.tally__banks_off = chunk;
+	if (n.tally__nr_banked) {
+		n.tally__flags |= TALLY_VEC_MULTI;
+		chunk += ((size_t)n.tally__nr_banked * TALLY__VEC_BANK_WORDS + 2) *
+			 sizeof(tally_uword);
+	}
 	err = tally__pcpu_alloc(&n.tally__pcpu, chunk);
 	if (err)
 		goto fail;
@@ -140,6 +150,7 @@ static inline void tally__vec_teardown(struct tally_vec *v)
 	v->tally__global = v->tally__baseline = v->tally__reset_cut = NULL;
 	v->tally__item_threshold = NULL;
 	v->tally__item_flags = NULL;
+	v->tally__bank_of = NULL;
 	v->tally__names = NULL;
 	pthread_mutex_destroy(&v->tally__lock);
 	tally__pcpu_free(&v->tally__pcpu);
