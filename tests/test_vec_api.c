@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <string.h>
+#include <tally/counter.h>
 #include <tally/vec.h>
 
 #define U(x) ((tally_uword)(x))
@@ -756,5 +757,34 @@ Test(vec_api, wrap)
 	tally_vec_fold(&v);
 	cr_assert_eq(tally_vec_read_monotonic(&v, 0), 3 + B);
 	cr_assert_eq(tally_vec_read(&v, 0), 5);
+	tally_vec_destroy(&v);
+}
+
+/* Every reader takes a const object: a program can hand out read-only
+ * views (a build with the old non-const sum readers fails to compile this
+ * with -Werror: "discards 'const' qualifier"). */
+static tally_sword read_all(const struct tally_vec *v, const struct tally_counter *c)
+{
+	tally_uword out[2];
+	tally_sword sg[2];
+	cr_assert_eq(tally_vec_snapshot(v, out, 2), 0);
+	cr_assert_eq(tally_vec_snapshot_since_reset(v, out, 2), 0);
+	cr_assert_eq(tally_vec_snapshot_signed(v, sg, 2), 0);
+	return tally_vec_read_exact(v, 0) + (tally_sword)tally_vec_sum(v, 1) + sg[1] +
+	       tally_counter_sum(c) + (tally_sword)tally_counter_sum_monotonic(c) +
+	       (tally_sword)tally_counter_sum_positive(c) + tally_counter_compare(c, 0);
+}
+
+Test(vec_api, const_readers)
+{
+	struct tally_vec v;
+	struct tally_counter c;
+	cr_assert_eq(tally_vec_init(&v, 2, 0), 0);
+	cr_assert_eq(tally_counter_init(&c, 0, 0), 0);
+	tally_vec_mod(&v, 0, 2);
+	tally_vec_mod(&v, 1, 3);
+	tally_counter_add(&c, 5);
+	cr_assert_eq(read_all(&v, &c), 2 + 3 + 3 + 5 + 5 + 5 + 1);
+	tally_counter_destroy(&c);
 	tally_vec_destroy(&v);
 }
