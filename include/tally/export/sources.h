@@ -197,7 +197,7 @@ static inline int tally__export_vec_families(struct tally_export *e,
 			free(labels);
 			break;
 		}
-		for (j = 0; j < nf && strcmp(fams[j].name, fam); j++)
+		for (j = 0; j < nf && strcmp(fams[j].name, fam) != 0; j++)
 			;
 		if (j == nf) {
 			/* A new family; its series: one at column i, or labelled. */
