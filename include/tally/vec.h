@@ -263,9 +263,10 @@ TALLY__INLINE unsigned tally_vec_nr_items(const struct tally_vec *v)
 }
 
 /*
- * tally_vec_item_name - item's name (v's own copy, valid until destroy),
- * or NULL when v has no names, the item is unnamed or out of range.
- * Any thread, beside any call but init/destroy.
+ * tally_vec_item_name - item's name (v's own copy, valid until destroy or
+ * the item's rename), or NULL when the item is unnamed or out of range.
+ * Any thread, beside any call but init/destroy and
+ * tally_vec_set_item_name() of the same item.
  */
 TALLY__INLINE const char *tally_vec_item_name(const struct tally_vec *v, unsigned item)
 {
@@ -295,18 +296,15 @@ TALLY__INLINE unsigned tally_vec_item_flags(const struct tally_vec *v, unsigned 
  * Not beside tally_vec_item_name() of the same item, nor beside an
  * exporter registering v (tally_export_add_vec() copies the names it
  * exports, so rename before registering): the old name is freed here.
- * Beside updates, readers and snapshots of v: any thread.
+ * Beside updates, readers, snapshots and other items' names and renames
+ * of v: any thread (each item's name is its own allocation). Blocking
+ * (malloc and free).
  */
 static inline int tally_vec_set_item_name(struct tally_vec *v, unsigned item, const char *name)
 {
 	char *d;
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return -EINVAL;
-	if (!v->tally__names) {
-		v->tally__names = tally__vec_copy_names(NULL, v->tally__nr_items);
-		if (!v->tally__names)
-			return -ENOMEM;
-	}
 	if (tally__vec_dup_name(name, &d))
 		return -ENOMEM;
 	free(v->tally__names[item]);

@@ -94,9 +94,10 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 	/* One block: the thresholds, the bank numbers, the item flags. */
 	n.tally__item_threshold =
 		(int *)malloc((size_t)nr * (sizeof(int) + sizeof(unsigned) + 1));
-	if (o->names)
-		n.tally__names = tally__vec_copy_names(o->names, nr);
-	if (!n.tally__global || !n.tally__item_threshold || (o->names && !n.tally__names))
+	/* Always an array (of NULLs without names): a rename later writes
+	 * its item's entry alone. */
+	n.tally__names = tally__vec_copy_names(o->names, nr);
+	if (!n.tally__global || !n.tally__item_threshold || !n.tally__names)
 		goto fail;
 	n.tally__baseline = n.tally__global + nr;
 	n.tally__reset_cut = n.tally__global + 2 * (size_t)nr;
