@@ -326,3 +326,102 @@ Test(export_vec, all_hidden)
 	tally_export_destroy(&E);
 	tally_vec_destroy(&v);
 }
+
+static uint64_t next(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+/* Random item names built from the pieces labels are made of (braces,
+ * quotes, escapes, commas, UTF-8 and bytes that are not): each is either
+ * refused with -EINVAL, a message and nothing registered, or exported as
+ * a series whose rendered key (stat format: family{labels}) is canonical:
+ * used as an item name in turn, it is accepted and renders to itself. */
+Test(export_vec, label_names_fuzzed)
+{
+	static const char *const pieces[] = {
+		"a", "class", "_x", "Z9", "__", "1", "{", "}", "=", "\"", "\\\"", "\\\\", "\\n",
+		"\\t", ",", " ", "\xc3\xa9", "\xff", "\n", "x=\"1\"", "b=\"", "\"}", "{a=\"",
+	};
+	static const char *const lnames[] = {"a", "class", "_x", "Z9", "le", "a", "__a", "1a", ""};
+	static const char *const values[] = {"1",  "12", "\\\"", "\\\\", "\\n", "\xc3\xa9", ",",
+					     "}", "{", "=",  " ",   "\\t",  "\xff", "\""};
+	uint64_t seed = 0x7a11e5u;
+	unsigned accepted = 0, labelled = 0, refused = 0;
+	for (unsigned n = 0; n < 4000; n++) {
+		char name[96] = "hits";
+		const char *names[1] = {name};
+		struct tally_vec v;
+		struct tally_vec_opts o = {.nr_items = 1, .names = names};
+		struct tally_export e;
+		unsigned k = 1 + (unsigned)(seed % 7);
+		int err;
+		if (n % 2) { /* any pieces */
+			for (unsigned i = 0; i < k; i++)
+				strncat(name, pieces[next(&seed) % N_OF(pieces)],
+					sizeof(name) - strlen(name) - 1);
+		} else { /* label sets, now and then spoilt */
+			strcat(name, "{");
+			for (unsigned i = 0; i < 1 + k % 3; i++) {
+				if (i)
+					strcat(name, ",");
+				strcat(name, lnames[next(&seed) % N_OF(lnames)]);
+				strcat(name, "=\"");
+				for (unsigned j = next(&seed) % 4; j; j--)
+					strcat(name, values[next(&seed) % N_OF(values)]);
+				strcat(name, "\"");
+			}
+			strcat(name, "}");
+		}
+		next(&seed);
+		cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+		tally_vec_mod(&v, 0, (tally_sword)n);
+		cr_assert_eq(tally_export_init(&e), 0);
+		err = tally_export_add_vec(&e, NULL, &v, NULL, NULL, NULL);
+		if (err) {
+			char *t;
+			size_t len;
+			refused++;
+			cr_assert_eq(err, -EINVAL, "'%s': %d", name, err);
+			cr_assert_neq(tally_export_error(&e)[0], '\0', "'%s': no message", name);
+			cr_assert_eq(tally_export_render_alloc(&e, TALLY_EXPORT_STAT, &t, &len), 0);
+			cr_assert_eq(len, 0, "'%s' refused but rendered: %s", name, t);
+			free(t);
+		} else {
+			char *t, *u, key[256];
+			const char *again[1] = {key};
+			struct tally_vec w;
+			struct tally_vec_opts ow = {.nr_items = 1, .names = again};
+			struct tally_export f;
+			size_t len;
+			accepted++;
+			labelled += strchr(name, '{') != NULL;
+			cr_assert_eq(tally_export_render_alloc(&e, TALLY_EXPORT_STAT, &t, &len), 0);
+			cr_assert(len > 2 && t[len - 1] == '\n' && strchr(t, '\n') == t + len - 1,
+				  "'%s': not one line: %s", name, t);
+			cr_assert(strrchr(t, ' ') && strtoull(strrchr(t, ' ') + 1, NULL, 10) == n,
+				  "'%s': %s", name, t);
+			cr_assert_lt((size_t)(strrchr(t, ' ') - t), sizeof(key));
+			memcpy(key, t, (size_t)(strrchr(t, ' ') - t));
+			key[strrchr(t, ' ') - t] = '\0';
+			cr_assert_eq(tally_vec_init_opts(&w, &ow), 0);
+			tally_vec_mod(&w, 0, (tally_sword)n);
+			cr_assert_eq(tally_export_init(&f), 0);
+			cr_assert_eq(tally_export_add_vec(&f, NULL, &w, NULL, NULL, NULL), 0,
+				     "'%s' rendered as '%s', which is refused: %s", name, key,
+				     tally_export_error(&f));
+			cr_assert_eq(tally_export_render_alloc(&f, TALLY_EXPORT_STAT, &u, &len), 0);
+			cr_assert_str_eq(u, t, "'%s': not canonical", name);
+			free(u);
+			free(t);
+			tally_export_destroy(&f);
+			tally_vec_destroy(&w);
+		}
+		tally_export_destroy(&e);
+		tally_vec_destroy(&v);
+	}
+	/* Both outcomes are common, so the test exercises both. */
+	cr_assert_gt(labelled, 200, "accepted %u, %u with labels", accepted, labelled);
+	cr_assert_gt(refused, 200, "refused %u", refused);
+}
