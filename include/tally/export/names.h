@@ -383,6 +383,27 @@ static inline int tally__export_parse_labels(struct tally_export *e, const char 
 	return 0;
 }
 
+/* v in decimal at d (room for 11 bytes), NUL-ended; returns d. */
+static inline char *tally__export_utoa(char *d, unsigned v)
+{
+	unsigned len = 0, x = v, m;
+	do
+		len++;
+	while ((x /= 10));
+	for (m = 0; m < len; m++, v /= 10)
+		d[len - 1 - m] = (char)('0' + v % 10);
+	d[len] = '\0';
+	return d;
+}
+
+/* The name of unnamed item i, "item<i>", at d (room for 16 bytes). */
+static inline const char *tally__export_item_name(char *d, unsigned i)
+{
+	memcpy(d, "item", 4);
+	tally__export_utoa(d + 4, i);
+	return d;
+}
+
 /* Fill fams[0..n) for items of a source: name prefix_item[suffix], help,
  * kind. names/helps/kinds may be NULL. */
 static inline void tally__export_fill_families(struct tally__export_family *fams, unsigned n,
@@ -396,17 +417,8 @@ static inline void tally__export_fill_families(struct tally__export_family *fams
 		const char *nm = names ? names[i] : NULL;
 		if (!nm && !names && vec)
 			nm = tally_vec_item_name(vec, i);
-		if (!nm) {
-			unsigned v = i, len = 0, m;
-			do
-				len++;
-			while ((v /= 10));
-			memcpy(num, "item", 4);
-			for (v = i, m = 0; m < len; m++, v /= 10)
-				num[4 + len - 1 - m] = (char)('0' + v % 10);
-			num[4 + len] = '\0';
-			nm = num;
-		}
+		if (!nm)
+			nm = tally__export_item_name(num, i);
 		fams[i].name = tally__export_join(prefix, nm, NULL);
 		if (helps && tally__export_help_given(helps[i]))
 			fams[i].help = tally__export_strdup(helps[i]);

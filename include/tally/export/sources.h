@@ -150,17 +150,8 @@ static inline int tally__export_vec_families(struct tally_export *e,
 		kinds[i] = kind;
 		if (tally_vec_item_flags(v, i) & TALLY_VEC_ITEM_HIDDEN)
 			continue;
-		if (!nm) {
-			unsigned x = i, len = 0, m;
-			do
-				len++;
-			while ((x /= 10));
-			memcpy(num, "item", 4);
-			for (x = i, m = 0; m < len; m++, x /= 10)
-				num[4 + len - 1 - m] = (char)('0' + x % 10);
-			num[4 + len] = '\0';
-			nm = num;
-		}
+		if (!nm)
+			nm = tally__export_item_name(num, i);
 		err = tally__export_parse_labels(e, nm, i, &blen, &labels);
 		if (err)
 			break;
@@ -181,16 +172,8 @@ static inline int tally__export_vec_families(struct tally_export *e,
 		if (err) {
 			/* Say which item, and where its name comes from. */
 			char more[96];
-			size_t at;
-			unsigned x = i, len = 0, m;
 			strcpy(more, names ? " [names[" : " [vector item ");
-			at = strlen(more);
-			do
-				len++;
-			while ((x /= 10));
-			for (x = i, m = 0; m < len; m++, x /= 10)
-				more[at + len - 1 - m] = (char)('0' + x % 10);
-			more[at + len] = '\0';
+			tally__export_utoa(more + strlen(more), i);
 			strcat(more, names ? "]]" : ": rename it with tally_vec_set_item_name()]");
 			tally__export_fail_more(e, more);
 			free(fam);
