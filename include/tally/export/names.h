@@ -399,7 +399,7 @@ static inline char *tally__export_utoa(char *d, unsigned v)
 /* The name of unnamed item i, "item<i>", at d (room for 16 bytes). */
 static inline const char *tally__export_item_name(char *d, unsigned i)
 {
-	memcpy(d, "item", 4);
+	strcpy(d, "item");
 	tally__export_utoa(d + 4, i);
 	return d;
 }
