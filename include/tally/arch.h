@@ -67,7 +67,8 @@ extern "C" {
 
 /*
  * TALLY__API: how the update calls that are inlined at every call site
- * (tally_counter_add) are compiled; config.h's TALLY_INLINE and
+ * (tally_counter_add, tally_vec_mod/_inc/_dec/_mod_multi, tally_group_mod)
+ * are compiled; config.h's TALLY_INLINE and
  * TALLY_EXTERN choose:
  *   default           forced inline at every call site (fastest; each site
  *                     carries its own copy, rseq descriptor included)

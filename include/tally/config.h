@@ -206,13 +206,21 @@
 
 /**@{*/
 /** ---- code size: inlining of the update calls (arch.h, TALLY__API) ------
- * TALLY_INLINE: 1 (default) forces the update calls (tally_counter_add)
- * inline at every call site; 0 gives each translation unit one static
- * out-of-line copy (a call per update, a few ns).
+ * The update calls: tally_counter_add, tally_vec_mod, tally_vec_inc,
+ * tally_vec_dec, tally_vec_mod_multi, tally_group_mod. (Readers and slow
+ * paths are not affected: readers are a few loads, slow paths are out of
+ * line already.)
+ * TALLY_INLINE: 1 (default) forces the update calls inline at every call
+ * site (fastest; each site carries its own copy, about 300-900 bytes with
+ * its rseq descriptor); 0 gives each translation unit one static
+ * out-of-line copy of each call it uses (a call per update, about 1-2 ns).
  * TALLY_EXTERN: 1 makes the headers declare those calls only; exactly one
  * translation unit of the program defines TALLY_IMPLEMENTATION before it
- * includes the headers and holds the definitions (stb style). Every
- * translation unit must then agree on TALLY_EXTERN.
+ * includes the headers (all that the program uses: rstat.h's
+ * tally_group_mod is defined only where rstat.h is included) and holds
+ * the definitions (stb style). Every translation unit must then agree on
+ * TALLY_EXTERN. TALLY_EXTERN=1 takes precedence: with it, TALLY_INLINE
+ * changes nothing.
  */
 #ifndef TALLY_INLINE
 #  define TALLY_INLINE 1

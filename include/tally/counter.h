@@ -422,7 +422,7 @@ TALLY__INLINE tally_uword tally_counter_read_monotonic(const struct tally_counte
  * TALLY_MONOTONIC_BIAS. Contract as tally_counter_sum (wait-free, O(CPU
  * slots), any thread). NULL c: 0.
  */
-static inline tally_uword tally_counter_sum_monotonic(struct tally_counter *c)
+static inline tally_uword tally_counter_sum_monotonic(const struct tally_counter *c)
 {
 	if (tally__bad(!c))
 		return 0;
@@ -439,13 +439,13 @@ static inline tally_uword tally_counter_sum_monotonic(struct tally_counter *c)
  * adds that includes every add completed before the call and none that
  * started after it returned. Modular in 2^W.
  */
-static inline tally_sword tally_counter_sum(struct tally_counter *c)
+static inline tally_sword tally_counter_sum(const struct tally_counter *c)
 {
 	return tally__to_signed(tally_counter_sum_monotonic(c));
 }
 
-/** tally_counter_sum_positive - sum, negative values as 0. */
-static inline tally_uword tally_counter_sum_positive(struct tally_counter *c)
+/* tally_counter_sum_positive - sum, negative values as 0. */
+static inline tally_uword tally_counter_sum_positive(const struct tally_counter *c)
 {
 	return tally_clamp(tally_counter_sum(c));
 }
@@ -495,7 +495,7 @@ static inline void tally_counter_fold_all(struct tally_counter *c)
  * running, read's window widens by the adds in flight (as read's bound
  * does), and the sum is what tally_counter_sum() would return.
  */
-static inline int tally_counter_compare(struct tally_counter *c, tally_sword rhs)
+static inline int tally_counter_compare(const struct tally_counter *c, tally_sword rhs)
 {
 	/* Offset binary: the signed order as the unsigned order. */
 	const tally_uword half = (tally_uword)TALLY_SWORD_MAX + 1u;

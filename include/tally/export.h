@@ -123,7 +123,7 @@ struct tally_export {
 	struct tally__export_family *tally__families;
 	unsigned tally__nr_families, tally__cap_families;
 	size_t tally__last_len; /* the last render_alloc's length: a size guess */
-	char tally__error[256];
+	char tally__error[512];
 };
 
 #include <tally/export/names.h>
@@ -168,10 +168,8 @@ static inline void tally_export_destroy(struct tally_export *e)
 		return;
 	for (i = 0; i < e->tally__nr_sources; i++)
 		tally__export_source_free(&e->tally__sources[i]);
-	for (i = 0; i < e->tally__nr_families; i++) {
-		free(e->tally__families[i].name);
-		free(e->tally__families[i].help);
-	}
+	for (i = 0; i < e->tally__nr_families; i++)
+		tally__export_family_free(&e->tally__families[i]);
 	free(e->tally__sources);
 	free(e->tally__families);
 	memset(e, 0, sizeof(*e));
@@ -229,17 +227,38 @@ static inline int tally_export_add_counter(struct tally_export *e, const char *n
 }
 
 /**
- * tally_export_add_vec - export every item of v as its own family called
- * prefix_\<name\> (prefix NULL or "": just \<name\>), where \<name\> is
- * names[item] (names NULL: the vector's own item name,
- * tally_vec_item_name()), else item\<N\>. helps[item] (NULL array or entry: a generic
- * help) and kinds[item] (kinds: NULL, every item a TALLY_EXPORT_COUNTER, or
- * one `unsigned char` per item, TALLY_EXPORT_COUNTER or TALLY_EXPORT_GAUGE) as in
- * tally_export_add_counter. Values are the exact per-item raw sums of one
- * tally_vec_snapshot() (one pass over the CPUs; a reset of the vector
- * does not move them, so exported counters never go back). Returns 0,
- * -EINVAL (any bad name, help or kind: nothing registered; see
- * tally_export_error()) or -ENOMEM.
+ * tally_export_add_vec - export the items of v, each named prefix_\<name\>
+ * (prefix NULL or "": just \<name\>), where \<name\> is names[item] (names
+ * NULL: the vector's own item name, tally_vec_item_name()), else item\<N\>.
+ *
+ * Labels: an item named "base{label=\"value\",...}" is a series of the
+ * family prefix_base with those labels, so 12 stats x 64 slab classes
+ * named "slab_get_hits{class=\"12\"}" ... are 12 families of 64 series.
+ * Label names are [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__", each
+ * once per item; values are quoted UTF-8 with \\, \" and \n escaped as in
+ * the text format; no blanks, nothing after the '}'. The items of one
+ * family must have one kind and differ in their labels.
+ * Hidden items (TALLY_VEC_ITEM_HIDDEN) are left out.
+ *
+ * helps[item] (NULL array or entry: a generic help; a family takes the
+ * first one given among its items). kinds: NULL (recommended) takes each
+ * item's kind from v (TALLY_VEC_ITEM_GAUGE: a gauge, else a counter);
+ * deprecated: an array of nr_items TALLY_EXPORT_COUNTER /
+ * TALLY_EXPORT_GAUGE overrides them for this export only (a reset of v
+ * still follows v's own kinds).
+ *
+ * Values are the exact per-item raw sums of one tally_vec_snapshot() (one
+ * pass over the CPUs; a reset of the vector does not move them, so
+ * exported counters never go back; a gauge's raw value is its level).
+ * @return 0; -EINVAL (a bad name, label, help or kind, two items with one
+ *         series, NULL or uninitialised v; nothing registered; the message,
+ *         tally_export_error(), quotes the name, and for a name the
+ *         exporter cannot take, such as a reserved suffix
+ *         ("response_obj_count"), names the item to rename with
+ *         tally_vec_set_item_name() or through names); -ENOMEM.
+ * Not beside other calls on e, nor beside tally_vec_set_item_name() on v
+ * (the names are copied here: renaming v later does not rename exported
+ * families).
  */
 static inline int tally_export_add_vec(struct tally_export *e, const char *prefix,
 				       struct tally_vec *v, const char *const *names,
@@ -247,7 +266,7 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
 {
 	struct tally__export_source s;
 	struct tally__export_family *fams;
-	unsigned n, i;
+	unsigned n, i, nfam;
 	int err;
 	if (tally__bad(!e))
 		return -EINVAL;
@@ -277,10 +296,13 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
 		tally__export_source_free(&s);
 		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	}
-	tally__export_fill_families(fams, n, prefix, names, helps, kinds, "tally vector item", v);
-	for (i = 0; i < n; i++)
-		s.kinds[i] = fams[i].kind;
-	err = tally__export_register(e, &s, fams, n);
+	err = tally__export_vec_families(e, fams, &nfam, s.kinds, prefix, v, names, helps, kinds);
+	if (err) {
+		free(fams);
+		tally__export_source_free(&s);
+		return err;
+	}
+	err = tally__export_register(e, &s, fams, nfam);
 	free(fams);
 	return err;
 }

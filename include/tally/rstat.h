@@ -781,7 +781,8 @@ static inline int tally_group_for_each_child(struct tally_group *g,
  * Ordering: a flush that starts after the call returns and covers g
  * reflects delta (see Memory ordering).
  */
-static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
+#if TALLY__API_BODY
+TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
 {
 	struct tally_tree *t;
 	uint64_t mag;
@@ -830,6 +831,9 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	tally__rstat_count(t, g, s, mag, gen);
 	return 0;
 }
+#else
+int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta);
+#endif
 
 /** tally_group_needs_flush - g's threshold count exceeds batch * ncpus.
  * false for NULL or a destroyed g. Wait-free. */

@@ -409,6 +409,238 @@ static void vec_check(int i, int folded)
 		       "vec %d: bad item %u reads non-zero", i, b);
 }
 
+/* A vector made with tally_vec_opts: per-item thresholds and flags
+ * (gauge, hidden, multi), names; reset, snapshots, multi-item updates. */
+#define XV_ITEMS 6
+static struct {
+	struct tally_vec v;
+	int live, all_multi;
+	unsigned nr;
+	unsigned char flags[XV_ITEMS]; /* as the vector reports them */
+	tally_uword raw[XV_ITEMS], base[XV_ITEMS];
+	char names[XV_ITEMS][8];
+	int named[XV_ITEMS];
+} xv;
+
+static void xv_check(void)
+{
+	tally_uword out[XV_ITEMS + 1], since[XV_ITEMS + 1];
+	tally_sword sg[XV_ITEMS + 1];
+	EXPECT(tally_vec_snapshot(&xv.v, out, XV_ITEMS + 1) == 0, "");
+	EXPECT(tally_vec_snapshot_since_reset(&xv.v, since, XV_ITEMS) == 0, "");
+	EXPECT(tally_vec_snapshot_signed(&xv.v, sg, XV_ITEMS) == 0, "");
+	for (unsigned it = 0; it < xv.nr; it++) {
+		tally_uword d = UW(xv.raw[it] - xv.base[it]);
+		EXPECT(out[it] == xv.raw[it], "item %u: raw %llu, model %llu", it, ULL(out[it]),
+		       ULL(xv.raw[it]));
+		EXPECT(since[it] == d, "item %u: since %llu, model %llu", it, ULL(since[it]), ULL(d));
+		EXPECT(sg[it] == sgn(d), "item %u: signed %lld, model %lld", it, LL(sg[it]),
+		       LL(sgn(d)));
+		EXPECT(tally_vec_sum(&xv.v, it) == d, "item %u", it);
+		EXPECT(tally_vec_read_exact(&xv.v, it) == sgn(d), "item %u", it);
+		EXPECT(tally_vec_item_flags(&xv.v, it) == xv.flags[it], "item %u: flags %u, model %u",
+		       it, tally_vec_item_flags(&xv.v, it), xv.flags[it]);
+		if (xv.named[it])
+			EXPECT(tally_vec_item_name(&xv.v, it) &&
+				       !strcmp(tally_vec_item_name(&xv.v, it), xv.names[it]),
+			       "item %u: name", it);
+		else
+			EXPECT(!tally_vec_item_name(&xv.v, it), "item %u: a name", it);
+	}
+	EXPECT(tally_vec_item_flags(&xv.v, xv.nr) == 0, "");
+}
+
+static void op_vec_api_one(struct input *in)
+{
+	uint8_t k = u8(in);
+	unsigned it;
+	if (!xv.live && k % 8 != 7)
+		k = 0; /* make one first */
+	switch (k % 8) {
+	case 0: { /* init_opts: valid, or one bad member (nothing changed) */
+		static const int thr[] = {0, 1, 3, 125, TALLY_VEC_EXACT, TALLY_VEC_THRESHOLD_MAX};
+		int thresholds[XV_ITEMS];
+		unsigned char fl[XV_ITEMS];
+		const char *nm[XV_ITEMS];
+		struct tally_vec_opts o;
+		uint8_t a = u8(in), bad = u8(in);
+		struct tally_vec scratch;
+		op_name = "vec_init_opts";
+		memset(&o, 0, sizeof(o));
+		o.nr_items = 1u + a % XV_ITEMS;
+		o.flags = (a >> 3) & 3; /* EXACT_ONLY, MULTI */
+		if (!(o.flags & TALLY_VEC_EXACT_ONLY)) {
+			o.threshold = thr[(a >> 5) % 4];
+			o.thresholds = thresholds;
+		}
+		for (unsigned i = 0; i < XV_ITEMS; i++) {
+			uint8_t b = u8(in);
+			thresholds[i] = thr[b % 6];
+			fl[i] = (unsigned char)((b >> 3) & 7); /* gauge, hidden, multi */
+			nm[i] = (b & 0x40) ? NULL : "item";
+		}
+		o.item_flags = (a & 0x80) ? NULL : fl;
+		o.names = nm;
+		if (bad % 4 == 0) { /* one bad member, where there is one to spoil */
+			struct tally_vec copy;
+			unsigned at = bad % o.nr_items;
+			if ((bad & 4) && o.item_flags)
+				fl[at] |= (unsigned char)(8u << (bad >> 6)); /* an unknown flag */
+			else if ((bad & 8) && o.thresholds)
+				thresholds[at] = -2;
+			else
+				o.nr_items = 0;
+			memset(&scratch, 0x5a, sizeof(scratch));
+			memcpy(&copy, &scratch, sizeof(copy));
+			EXPECT(tally_vec_init_opts(&scratch, &o) == -EINVAL, "bad %u", bad);
+			EXPECT(!memcmp(&copy, &scratch, sizeof(copy)), "bad %u: v changed", bad);
+			break;
+		}
+		if (xv.live)
+			tally_vec_destroy(&xv.v);
+		xv.live = 0;
+		EXPECT(tally_vec_init_opts(&xv.v, &o) == 0, "");
+		xv.live = 1;
+		xv.nr = o.nr_items;
+		xv.all_multi = (o.flags & TALLY_VEC_MULTI) != 0;
+		for (unsigned i = 0; i < XV_ITEMS; i++) {
+			unsigned char f = o.item_flags ? fl[i] : 0;
+			xv.flags[i] = (unsigned char)(f | (xv.all_multi ? TALLY_VEC_ITEM_MULTI : 0));
+			xv.raw[i] = xv.base[i] = 0;
+			xv.named[i] = nm[i] != NULL;
+			strcpy(xv.names[i], "item");
+		}
+		break;
+	}
+	case 1: { /* mod, inc, dec */
+		uint8_t how = u8(in) % 3;
+		tally_sword d = how == 0 ? pick_sword(in) : how == 1 ? 1 : -1;
+		int rc;
+		op_name = how == 0 ? "xvec_mod" : how == 1 ? "xvec_inc" : "xvec_dec";
+		if (!xv.live)
+			break;
+		it = pick_item(in, xv.nr);
+		rc = how == 0 ? tally_vec_mod(&xv.v, it, d)
+		     : how == 1 ? tally_vec_inc(&xv.v, it) : tally_vec_dec(&xv.v, it);
+		EXPECT(rc == (it < xv.nr ? 0 : -EINVAL), "item %u: rc %d", it, rc);
+		if (it < xv.nr)
+			xv.raw[it] = UW(xv.raw[it] + UW(d));
+		break;
+	}
+	case 2: { /* mod_multi: all or nothing */
+		struct tally_vec_delta d[4];
+		unsigned n = u8(in) % 5, ok = 1;
+		int rc;
+		op_name = "vec_mod_multi";
+		if (!xv.live)
+			break;
+		for (unsigned j = 0; j < n; j++) {
+			d[j].item = pick_item(in, xv.nr);
+			d[j].delta = pick_sword(in);
+			if (d[j].item >= xv.nr || !(xv.flags[d[j].item] & TALLY_VEC_ITEM_MULTI))
+				ok = 0;
+		}
+		/* A vec with no banked item refuses even n = 0. */
+		{
+			int any = 0;
+			for (unsigned i = 0; i < xv.nr; i++)
+				any |= (xv.flags[i] & TALLY_VEC_ITEM_MULTI) != 0;
+			if (!any)
+				ok = 0;
+		}
+		rc = tally_vec_mod_multi(&xv.v, n ? d : NULL, n);
+		EXPECT(rc == (ok ? 0 : -EINVAL), "n %u: rc %d", n, rc);
+		for (unsigned j = 0; ok && j < n; j++)
+			xv.raw[d[j].item] = UW(xv.raw[d[j].item] + UW(d[j].delta));
+		break;
+	}
+	case 3:
+		op_name = "vec_reset";
+		if (!xv.live)
+			break;
+		EXPECT(tally_vec_reset(&xv.v) == 0, "");
+		for (unsigned i = 0; i < xv.nr; i++)
+			if (!(xv.flags[i] & TALLY_VEC_ITEM_GAUGE))
+				xv.base[i] = xv.raw[i];
+		break;
+	case 4: {
+		int rc;
+		op_name = "vec_reset_item";
+		if (!xv.live)
+			break;
+		it = pick_item(in, xv.nr);
+		rc = tally_vec_reset_item(&xv.v, it);
+		if (it >= xv.nr || (xv.flags[it] & TALLY_VEC_ITEM_GAUGE)) {
+			EXPECT(rc == -EINVAL, "item %u: rc %d", it, rc);
+		} else {
+			EXPECT(rc == 0, "item %u: rc %d", it, rc);
+			xv.base[it] = xv.raw[it];
+		}
+		break;
+	}
+	case 5: { /* rename one item */
+		uint8_t c = u8(in);
+		char name[8];
+		int rc;
+		op_name = "vec_set_item_name";
+		if (!xv.live)
+			break;
+		it = pick_item(in, xv.nr);
+		snprintf(name, sizeof(name), "n%u", c);
+		rc = tally_vec_set_item_name(&xv.v, it, (c & 1) ? NULL : name);
+		EXPECT(rc == (it < xv.nr ? 0 : -EINVAL), "item %u: rc %d", it, rc);
+		if (it < xv.nr) {
+			xv.named[it] = !(c & 1);
+			strcpy(xv.names[it], name);
+		}
+		break;
+	}
+	case 6:
+		op_name = "xvec_check";
+		if (!xv.live)
+			break;
+		if (u8(in) & 1) {
+			tally_vec_fold(&xv.v);
+			for (unsigned i = 0; i < xv.nr; i++)
+				EXPECT(tally_vec_read_monotonic(&xv.v, i) ==
+					       UW(xv.raw[i] + TALLY_MONOTONIC_BIAS),
+				       "folded item %u", i);
+		}
+		xv_check();
+		break;
+	default: { /* NULL and bad arguments */
+		tally_uword out[XV_ITEMS];
+		tally_sword sg[XV_ITEMS];
+		op_name = "vec_api(NULL)";
+		EXPECT(tally_vec_snapshot_signed(NULL, sg, XV_ITEMS) == -EINVAL, "");
+		EXPECT(tally_vec_set_item_name(NULL, 0, "x") == -EINVAL, "");
+		EXPECT(tally_vec_item_flags(NULL, 0) == 0, "");
+		EXPECT(tally_vec_reset(NULL) == -EINVAL && tally_vec_reset_item(NULL, 0) == -EINVAL, "");
+		EXPECT(tally_vec_mod_multi(NULL, NULL, 0) == -EINVAL, "");
+		if (!xv.live)
+			break;
+		EXPECT(tally_vec_snapshot_signed(&xv.v, NULL, XV_ITEMS) == -EINVAL, "");
+		EXPECT(tally_vec_snapshot(&xv.v, out, xv.nr - 1) == -EINVAL, "");
+		EXPECT(tally_vec_snapshot_signed(&xv.v, sg, xv.nr - 1) == -EINVAL, "");
+		EXPECT(tally_vec_mod_multi(&xv.v, NULL, 1) == -EINVAL, "");
+		xv_check();
+		break;
+	}
+	}
+}
+
+/* A few calls on the options vector in a row (its calls are a small part
+ * of the op mix), then every reader against the model. */
+static void op_vec_api(struct input *in)
+{
+	unsigned reps = 1u + u8(in) % 8;
+	for (unsigned r = 0; r < reps; r++)
+		op_vec_api_one(in);
+	op_name = "xvec_check";
+	if (xv.live)
+		xv_check();
+}
+
 static void op_vec(struct input *in)
 {
 	uint8_t k = u8(in);
@@ -481,6 +713,10 @@ static void op_vec(struct input *in)
 		vec_check(i, 1);
 		break;
 	default:
+		if (k & 8) { /* bit 3 is free: the options API */
+			op_vec_api(in);
+			break;
+		}
 		switch (u8(in) % 9) {
 		case 0: op_name = "vec_init(NULL)"; EXPECT(tally_vec_init(NULL, 1, 0) == -EINVAL, ""); break;
 		case 1: op_name = "vec_destroy(NULL)"; tally_vec_destroy(NULL); break;
@@ -1926,6 +2162,9 @@ static void reset_all(void)
 			tally_counter_destroy(&ctr[i].c);
 		ctr[i].live = 0;
 	}
+	if (xv.live)
+		tally_vec_destroy(&xv.v);
+	xv.live = 0;
 	for (int i = 0; i < NR_VECS; i++) {
 		if (vec[i].live)
 			tally_vec_destroy(&vec[i].v);
