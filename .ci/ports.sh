@@ -129,7 +129,7 @@ EOF
 		# host's Criterion or liburcu).
 		PKG_CONFIG_LIBDIR=$pcdir PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR=$sys \
 			cmake -S "$src" -B "$b" -DCMAKE_TOOLCHAIN_FILE="$b/toolchain.cmake" \
-			-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_CRITERION=OFF -DTALLY_RSTAT=$rstat \
+			-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF -DTALLY_RSTAT=$rstat \
 			-DTALLY_BUILD_EXAMPLES=ON >/dev/null
 		PKG_CONFIG_LIBDIR=$pcdir PKG_CONFIG_SYSROOT_DIR=$sys cmake --build "$b" -j "$jobs" >/dev/null
 		run_ctest "$b"
@@ -138,7 +138,7 @@ EOF
 		command -v musl-gcc >/dev/null || { echo "ports: musl-gcc missing (musl-tools)" >&2; exit 1; }
 		mkdir -p "$b/no-pkgconfig"
 		PKG_CONFIG_LIBDIR=$b/no-pkgconfig PKG_CONFIG_PATH= CC=musl-gcc \
-			cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_CRITERION=OFF \
+			cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF \
 			-DTALLY_RSTAT=OFF -DTALLY_BUILD_EXAMPLES=ON >/dev/null
 		cmake --build "$b" -j "$jobs" >/dev/null
 		run_ctest "$b"
@@ -146,7 +146,7 @@ EOF
 	x32)
 		mkdir -p "$b/no-pkgconfig"
 		PKG_CONFIG_LIBDIR=$b/no-pkgconfig PKG_CONFIG_PATH= CC=gcc \
-			cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_CRITERION=OFF \
+			cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF \
 			-DTALLY_RSTAT=OFF -DTALLY_BUILD_EXAMPLES=ON -DCMAKE_C_FLAGS=-mx32 \
 			-DCMAKE_EXE_LINKER_FLAGS=-mx32 >/dev/null
 		cmake --build "$b" -j "$jobs" >/dev/null

@@ -92,7 +92,7 @@ static int vec_setup(struct cbench_state *s, void *arg)
 {
 	struct vec_case *c = (struct vec_case *)arg;
 	int thr[NR_ITEMS] = {0, c->threshold};
-	struct tally_vec_opts o = {NR_ITEMS, 0, thr, 0, NULL};
+	struct tally_vec_opts o = {NR_ITEMS, 0, thr, 0, NULL, NULL};
 	(void)s;
 	expected = 0;
 	return tally_vec_init_opts(&c->v, &o);
@@ -193,7 +193,7 @@ static uint64_t gets_expected;
 
 static int gets_setup(struct cbench_state *s, void *arg)
 {
-	struct tally_vec_opts o = {NR_GETS, 0, NULL, arg ? TALLY_VEC_MULTI : 0, NULL};
+	struct tally_vec_opts o = {NR_GETS, 0, NULL, arg ? TALLY_VEC_MULTI : 0, NULL, NULL};
 	(void)s;
 	gets_expected = 0;
 	return tally_vec_init_opts(&gets_vec, &o);

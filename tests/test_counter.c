@@ -12,6 +12,8 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <tally/counter.h>
 
@@ -878,5 +880,146 @@ Test(counter, tree_top_writes)
 		cr_assert_eq(tally_counter_read(&c), 256 * 10);
 		cr_assert_eq(tally_counter_sum(&c), 256 * 10 + 255);
 	}
+	tally_counter_destroy(&c);
+}
+
+/* ---- set and sum_and_reset ------------------------------------------------ */
+
+Test(counter, set_exact)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 5, 32), 0);
+	add_n(&c, 7, 100); /* 705: several folds at batch 32 */
+	cr_assert_eq(tally_counter_sum(&c), 705);
+	cr_assert_eq(tally_counter_set(&c, -40), 0);
+	cr_assert_eq(tally_counter_sum(&c), -40);
+	/* read moves with the value: exact until the next fold drifts it */
+	cr_assert_lt(llabs((long long)(tally_counter_read(&c) + 40)),
+		     (long long)tally_counter_error_bound(&c));
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), -40);
+	add_n(&c, 1, 50);
+	cr_assert_eq(tally_counter_sum(&c), 10);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), 10);
+	cr_assert_eq(tally_counter_compare(&c, 10), 0);
+	cr_assert_eq(tally_counter_compare(&c, 9), 1);
+	/* set to the extremes, then cross the wrap */
+	cr_assert_eq(tally_counter_set(&c, TALLY_SWORD_MAX), 0);
+	cr_assert_eq(tally_counter_sum(&c), TALLY_SWORD_MAX);
+	tally_counter_add(&c, 1);
+	cr_assert_eq(tally_counter_sum(&c), TALLY_SWORD_MIN);
+	cr_assert_eq(tally_counter_sum_monotonic(&c), U(TALLY_SWORD_MAX) + 1u);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, set_keeps_read_bound)
+{
+	/* After a set the read stays within the bound of the sum, however
+	 * far the set moved the value and whatever was left unfolded. */
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 0, 1024), 0);
+	add_n(&c, 3, 300); /* 900, unfolded: read 0 */
+	cr_assert_eq(tally_counter_read(&c), 0);
+	cr_assert_eq(tally_counter_set(&c, 1000000), 0);
+	cr_assert_eq(tally_counter_read(&c), 1000000 - 900);
+	cr_assert_eq(tally_counter_sum(&c), 1000000);
+	/* w 900 -> 1200: the add to 1026 crosses 1024 and folds 1026 */
+	add_n(&c, 3, 100);
+	cr_assert_eq(tally_counter_sum(&c), 1000300);
+	cr_assert_eq(tally_counter_read(&c), 1000000 - 900 + 1026);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, sum_and_reset_exact)
+{
+	struct tally_counter c;
+	pin();
+	cr_assert_eq(tally_counter_init(&c, 1000, 32), 0);
+	add_n(&c, 9, 40);
+	cr_assert_eq(tally_counter_sum_and_reset(&c), 1360);
+	cr_assert_eq(tally_counter_sum(&c), 0);
+	cr_assert_eq(tally_counter_sum_monotonic(&c), 0);
+	cr_assert_eq(tally_counter_sum_and_reset(&c), 0);
+	add_n(&c, -3, 11);
+	cr_assert_eq(tally_counter_sum(&c), -33);
+	cr_assert_eq(tally_counter_sum_and_reset(&c), -33);
+	cr_assert_eq(tally_counter_sum(&c), 0);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), 0);
+	/* An event counter past TALLY_SWORD_MAX: the value returned, as
+	 * unsigned, is the count of events. */
+	cr_assert_eq(tally_counter_set(&c, TALLY_SWORD_MAX - 4), 0);
+	add_n(&c, 1, 10);
+	cr_assert_eq((tally_uword)tally_counter_sum_and_reset(&c), U(TALLY_SWORD_MAX) + 6u);
+	cr_assert_eq(tally_counter_sum(&c), 0);
+	tally_counter_destroy(&c);
+}
+
+Test(counter, set_reset_null)
+{
+	cr_assert_eq(tally_counter_set(NULL, 5), -EINVAL);
+	cr_assert_eq(tally_counter_sum_and_reset(NULL), 0);
+}
+
+/* Resets from two threads beside two adders: the values returned plus the
+ * final sum are every add, exactly. */
+struct reset_run {
+	struct tally_counter *c;
+	long long got;
+	int adder;
+};
+
+static void *reset_thread(void *arg)
+{
+	struct reset_run *r = (struct reset_run *)arg;
+	for (int i = 0; i < 20000; i++) {
+		if (r->adder)
+			tally_counter_add(r->c, 3);
+		else
+			r->got += tally_counter_sum_and_reset(r->c);
+	}
+	return NULL;
+}
+
+Test(counter, sum_and_reset_threads)
+{
+	struct tally_counter c;
+	struct reset_run r[4];
+	pthread_t tid[4];
+	long long total = 0;
+	cr_assert_eq(tally_counter_init(&c, 7, 16), 0);
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct reset_run){&c, 0, i < 2};
+		cr_assert_eq(pthread_create(&tid[i], NULL, reset_thread, &r[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(tid[i], NULL);
+		total += r[i].got;
+	}
+	cr_assert_eq(total + tally_counter_sum(&c), 7 + 2 * 20000 * 3);
+	tally_counter_destroy(&c);
+}
+
+/* A counter tree: set and sum_and_reset move read with the value (the
+ * top), and the residues below it stay. */
+Test(counter, tree_set_and_reset)
+{
+	struct tally_counter c;
+	cr_assert_eq(tally_counter_init_tree(&c, 3, 0), 0);
+	add_n(&c, 5, 1000);
+	cr_assert_eq(tally_counter_sum_and_reset(&c), 5003);
+	cr_assert_eq(tally_counter_sum(&c), 0);
+	cr_assert_lt(llabs((long long)tally_counter_read(&c)),
+		     (long long)tally_counter_error_bound(&c));
+	add_n(&c, 2, 100);
+	cr_assert_eq(tally_counter_set(&c, 77), 0);
+	cr_assert_eq(tally_counter_sum(&c), 77);
+	add_n(&c, 1, 10);
+	cr_assert_eq(tally_counter_sum(&c), 87);
+	tally_counter_fold_all(&c);
+	cr_assert_eq(tally_counter_read(&c), 87);
 	tally_counter_destroy(&c);
 }

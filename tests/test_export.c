@@ -341,7 +341,7 @@ Test(export, vec_names_kinds_and_defaults)
 		cr_expect_eq(tally_export_add_vec(&E, "x", &w, bad, NULL, NULL), -EINVAL);
 		cr_expect_str_eq(tally_export_error(&E),
 				 "metric name 'x_bad name' is not lowercase snake_case "
-				 "([a-z_][a-z0-9_]*)");
+				 "([a-z_][a-z0-9_]*) [names[1]]");
 	}
 	{
 		static const unsigned char badk[] = {0, 5};

@@ -21,7 +21,8 @@
 #define NR_ITEMS 8
 
 static struct tally_group **groups;
-static char (*names)[16];
+/* "svc" or "job", a size_t in decimal (up to 20 digits), NUL */
+static char (*names)[24];
 static size_t nr_groups;
 
 /* Groups are found by a binary search over their addresses (sorted). */
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
 	t = tally_tree_create(NR_ITEMS);
 	parents = (size_t)sqrt((double)want_groups);
 	groups = (struct tally_group **)calloc(want_groups, sizeof(*groups));
-	names = (char (*)[16])calloc(want_groups, sizeof(*names));
+	names = (char (*)[24])calloc(want_groups, sizeof(*names));
 	by_addr = calloc(want_groups, sizeof(*by_addr));
 	times = (double *)calloc((size_t)renders, sizeof(double));
 	if (!t || !groups || !names || !by_addr || !times)

@@ -73,8 +73,10 @@ void pin_nth(unsigned k)
 
 /*
  * lru_lock is a spinlock in the kernel: waiters spin for the (short) hold
- * time. The closest userspace lock that stays fair to a preempted holder
- * is glibc's adaptive mutex: it spins a little, then sleeps in the kernel.
+ * time. Here it is a glibc adaptive mutex whose waiter spins on trylock
+ * for up to LONG_WAIT_NS (lock_at) before it sleeps in the kernel: a
+ * spinlock's wait while the holder runs, and no CPU burnt behind a holder
+ * that lost its CPU.
  */
 int lock_init(struct site_lock *l)
 {
@@ -96,6 +98,17 @@ void lock_destroy(struct site_lock *l)
 	pthread_mutex_destroy(&l->m);
 }
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 static void note_wait(struct tstats *ts, int site, uint64_t ns)
 {
 	ts->wait_ns[site] += ns;
@@ -115,9 +128,21 @@ void lock_at(struct site_lock *l, struct tstats *ts, int site)
 {
 	if (pthread_mutex_trylock(&l->m)) {
 		int h = __atomic_load_n(&l->holder_site, __ATOMIC_RELAXED);
-		uint64_t t0 = now_ns();
-		pthread_mutex_lock(&l->m);
-		note_wait(ts, site, now_ns() - t0);
+		uint64_t t0 = now_ns(), t;
+		int got = 0;
+		/* Spin as a spinlock waiter does, for up to LONG_WAIT_NS: no
+		 * hold lasts that long, so only a holder that lost its CPU
+		 * sends the waiter to sleep. */
+		do {
+			cpu_relax();
+			got = !pthread_mutex_trylock(&l->m);
+			t = now_ns();
+		} while (!got && t - t0 < LONG_WAIT_NS);
+		if (!got) {
+			pthread_mutex_lock(&l->m);
+			t = now_ns();
+		}
+		note_wait(ts, site, t - t0);
 		if (h >= 0 && h < NR_SITES)
 			ts->contended_by[site][h]++;
 	}

@@ -28,6 +28,19 @@
 #include <unistd.h>
 
 #define DEFAULT_REPEAT 5u
+/*
+ * The threaded demo's setting: one producer and one reclaimer, no more
+ * threads than the CPUs of a 2-CPU machine, so that a wait is the lock's
+ * and not a holder that lost its CPU; flat out, so that the lock is
+ * contended often enough for the totals to repeat from run to run. The
+ * kernel series' setting, many tasks faulting at a fixed rate in each
+ * memcg, needs a CPU per thread: --leaves 2 --producers 3 --rate 50000
+ * --events 150000 is 8 threads (the model's defaults, kept by --replay).
+ */
+#define DEMO_LEAVES 1u
+#define DEMO_PRODUCERS 1u
+#define DEMO_RATE 0ul
+#define DEMO_EVENTS 6000000ul
 
 static void usage(FILE *f)
 {
@@ -43,9 +56,9 @@ static void usage(FILE *f)
 		"  --check-equal               (replay, both modes) exit 1 unless every\n"
 		"                              pass saw the same cost in both modes\n"
 		"  --seed N                    event stream seed (%llu)\n"
-		"  --leaves N                  leaf memcgs (%u)\n"
+		"  --leaves N                  leaf memcgs (%u; --replay %u)\n"
 		"  --depth N                   leaf depth below the root (%u)\n"
-		"  --producers N               producer threads per leaf (%u)\n"
+		"  --producers N               producer threads per leaf (%u; --replay %u)\n"
 		"  --reclaimers N              reclaimer threads per leaf (%u)\n"
 		"  --events N                  events per producer (%lu), split over the\n"
 		"                              repeats\n"
@@ -72,8 +85,9 @@ static void usage(FILE *f)
 		"  --throttle-wait-us N        isolation throttle wait (%llu)\n"
 		"  --rounds N                  (replay) rounds (%lu)\n"
 		"  --round-events N            (replay) events per producer per round (%lu)\n",
-		(unsigned long long)d.seed, d.leaves, d.depth, d.producers, d.reclaimers, d.events,
-		DEFAULT_REPEAT, d.rate, d.alloc_per_pass, d.folios, d.lru_pad, d.swappiness, d.parent_every, d.rate_limit,
+		(unsigned long long)d.seed, DEMO_LEAVES, d.leaves, d.depth, DEMO_PRODUCERS, d.producers,
+		d.reclaimers, DEMO_EVENTS,
+		DEFAULT_REPEAT, DEMO_RATE, d.alloc_per_pass, d.folios, d.lru_pad, d.swappiness, d.parent_every, d.rate_limit,
 		d.user_work, d.reclaim_work, (unsigned long long)(d.flush_period_ns / 1000000),
 		(unsigned long long)(d.throttle_wait_ns / 1000), d.rounds, d.round_events);
 }
@@ -171,6 +185,7 @@ int main(int argc, char **argv)
 	int run[NR_MODES] = {1, 1}, json = 0, check = 0, scenario = 0, c;
 	unsigned repeat = DEFAULT_REPEAT;
 	unsigned long long v;
+	unsigned char given[O_HELP - O_MODE + 1] = {0};
 
 	model_default_config(&cfg);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -192,6 +207,7 @@ int main(int argc, char **argv)
 	case opt:                                                                            \
 		bad = parse_u64(optarg, max, &v);                                           \
 		cfg.field = v;                                                               \
+		given[opt - O_MODE] = 1;                                                     \
 		break
 		NUM(O_SEED, seed, ~0ull);
 		NUM(O_LEAVES, leaves, 32);
@@ -237,6 +253,18 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		usage(stderr);
 		return 2;
+	}
+	/* Threads: the demo's own setting where the command line gives none
+	 * (the replay keeps the model's, which its golden output fixes). */
+	if (!cfg.replay) {
+		if (!given[O_LEAVES - O_MODE])
+			cfg.leaves = DEMO_LEAVES;
+		if (!given[O_PROD - O_MODE])
+			cfg.producers = DEMO_PRODUCERS;
+		if (!given[O_RATE_EV - O_MODE])
+			cfg.rate = DEMO_RATE;
+		if (!given[O_EVENTS - O_MODE])
+			cfg.events = DEMO_EVENTS;
 	}
 	if (scenario) {
 		if (!cfg.replay) {

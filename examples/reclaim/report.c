@@ -69,7 +69,7 @@ void print_tables(const struct demo *d)
 	const int *ran = d->ran;
 	const struct model_result *b = &res[MODE_LEGACY], *a = &res[MODE_VMSTAT];
 	int both = ran[MODE_LEGACY] && ran[MODE_VMSTAT];
-	char p[64], v[256];
+	char p[64], v[512];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
 	printf("reclaim: seed %llu, %u leaves x (%u producers + %u reclaimers), depth %u, "
@@ -218,7 +218,7 @@ void print_json(const struct demo *d)
 	const struct model_result *res = d->sum;
 	const int *ran = d->ran;
 	int first = 1;
-	char v[256];
+	char v[512];
 	printf("{\n  \"config\": {\"seed\": %llu, \"leaves\": %u, \"depth\": %u, \"producers_per_leaf\": "
 	       "%u, \"reclaimers_per_leaf\": %u, \"events_per_producer\": %lu, "
 	       "\"repeat\": %u, \"rate\": %lu, \"alloc_per_pass\": %u, \"folios_per_leaf\": %u, \"swappiness\": %u, "
@@ -309,7 +309,15 @@ void print_json(const struct demo *d)
 			else
 				printf("null");
 		}
-		printf("\n  },\n  \"repeats\": [");
+		struct change k;
+		contended_change(d, &k);
+		printf("\n  },\n  \"contended_change_pct\": ");
+		if (k.n)
+			printf("{\"median\": %.1f, \"min\": %.1f, \"max\": %.1f, \"repeats\": %u}",
+			       k.median, k.min, k.max, k.n);
+		else
+			printf("null");
+		printf(",\n  \"repeats\": [");
 		for (unsigned r = 0; r < d->repeat; r++) {
 			printf("%s\n    {", r ? "," : "");
 			for (int m = 0; m < NR_MODES; m++) {
@@ -319,7 +327,9 @@ void print_json(const struct demo *d)
 					       (unsigned long long)d->wait_ns[r][m][s]);
 				printf("}");
 			}
-			printf("}");
+			printf(", \"legacy_contended\": %llu, \"vmstat_contended\": %llu}",
+			       (unsigned long long)d->contended[r][MODE_LEGACY],
+			       (unsigned long long)d->contended[r][MODE_VMSTAT]);
 		}
 		verdict(d, v, sizeof(v));
 		printf("\n  ],\n  \"verdict\": \"%s\"", v);

@@ -25,6 +25,9 @@ struct demo {
 					      final costs of the last */
 	/* wait per repeat, per mode, per site, in total, in short waits */
 	uint64_t wait_ns[MAX_REPEAT][NR_MODES][NR_SITES + 2];
+	/* contended acquisitions per repeat, per mode, every site together:
+	 * how often a lock was found held, whatever the wait then cost */
+	uint64_t contended[MAX_REPEAT][NR_MODES];
 };
 
 /* The change of one site's wait (vmstat vs legacy, percent) over the
@@ -37,6 +40,8 @@ struct change {
 /* Add one run's counts (repeat r, its mode) to the demo. */
 void demo_add(struct demo *d, unsigned r, const struct model_result *one);
 void site_change(const struct demo *d, int site, struct change *c);
+/* The same for the contended acquisitions of every site together. */
+void contended_change(const struct demo *d, struct change *c);
 /* One line: did the total lock wait fall, by how much, how steadily. */
 void verdict(const struct demo *d, char *buf, size_t len);
 void print_tables(const struct demo *d);

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/arch.h - the compiler and the CPU: compiler and sanitizer
  * detection, inlining and branch hints, the word types, atomics and
  * fences, and which CPU slot a thread is on (the CPU id, the number of
@@ -66,7 +67,8 @@ extern "C" {
 
 /*
  * TALLY__API: how the update calls that are inlined at every call site
- * (tally_counter_add) are compiled; config.h's TALLY_INLINE and
+ * (tally_counter_add, tally_vec_mod/_inc/_dec/_mod_multi, tally_group_mod)
+ * are compiled; config.h's TALLY_INLINE and
  * TALLY_EXTERN choose:
  *   default           forced inline at every call site (fastest; each site
  *                     carries its own copy, rseq descriptor included)
@@ -102,19 +104,25 @@ extern "C" {
 
 /* ---- word types -------------------------------------------------------- */
 #if TALLY_WORD_BITS == 64
-/* Aligned to 8 even where the ABI aligns 64-bit members to 4 (i386): a
+/** Aligned to 8 even where the ABI aligns 64-bit members to 4 (i386): a
  * 64-bit atomic load or store there (SSE or x87 move, cmpxchg8b) is
  * single-copy atomic only on an aligned word. */
 typedef uint64_t tally_uword __attribute__((aligned(8)));
 typedef int64_t tally_sword __attribute__((aligned(8)));
+/** The largest tally_sword: 2^(W-1) - 1. */
 #  define TALLY_SWORD_MAX INT64_MAX
+/** The smallest tally_sword: -2^(W-1). */
 #  define TALLY_SWORD_MIN INT64_MIN
+/** The largest tally_uword: 2^W - 1. */
 #  define TALLY_UWORD_MAX UINT64_MAX
 #else
 typedef uint32_t tally_uword;
 typedef int32_t tally_sword;
+/** The largest tally_sword: 2^(W-1) - 1. */
 #  define TALLY_SWORD_MAX INT32_MAX
+/** The smallest tally_sword: -2^(W-1). */
 #  define TALLY_SWORD_MIN INT32_MIN
+/** The largest tally_uword: 2^W - 1. */
 #  define TALLY_UWORD_MAX UINT32_MAX
 #endif
 

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/cost.h - tally_cost: the anon/file scan-balance cost accumulator
  * with lrusize/4 halving, and get_scan_count()'s scan fraction (the
  * read-side fold of "reduce lru_lock contention via vmstat-derived
@@ -104,14 +105,15 @@ extern "C" {
 
 enum { TALLY_ANON = 0, TALLY_FILE = 1 };
 
-/* The weight of one IO event against one rotation (SWAP_CLUSTER_MAX). */
+/** The weight of one IO event against one rotation (SWAP_CLUSTER_MAX). */
 #define TALLY_SWAP_CLUSTER_MAX 32
-/* The largest swappiness (MAX_SWAPPINESS). */
+/** The largest swappiness (MAX_SWAPPINESS). */
 #define TALLY_MAX_SWAPPINESS 200
 
-/* One side's raw monotonic inputs, as read (never clamped). */
+/** One side's raw monotonic inputs, as read (never clamped). */
 struct tally_cost_input {
-	tally_uword rotated, io;
+	tally_uword rotated; /**< rotations: one unit of cost each */
+	tally_uword io;      /**< IO events: TALLY_SWAP_CLUSTER_MAX units each */
 };
 
 struct tally__cost_side {
@@ -120,6 +122,9 @@ struct tally__cost_side {
 	tally_uword last_io;
 };
 
+/** A scan-balance cost accumulator (anon and file sides): see the
+ * top of this file. Opaque: set up with tally_cost_init(), then only the
+ * tally_cost_* calls. */
 struct tally_cost {
 	/* private: use the tally_cost_* calls */
 	struct tally__cost_side tally__side[2];
@@ -131,7 +136,7 @@ struct tally_cost {
 /* Spins before a waiter yields its CPU (the holder may be preempted). */
 #define TALLY__COST_SPINS 64
 
-/*
+/**
  * tally_cost_init - both counts and all last_* inputs 0, lock free.
  * NULL is a no-op. Not concurrent with any other call on c.
  */
@@ -142,7 +147,7 @@ static inline void tally_cost_init(struct tally_cost *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/*
+/**
  * tally_cost_trylock - take c's cost lock if it is free. True if taken.
  * Acquire ordering on success (pairs with tally_cost_unlock's release).
  * Wait-free. NULL: false.
@@ -171,7 +176,7 @@ TALLY__INLINE void tally__cost_backoff(unsigned *spins)
 	}
 }
 
-/*
+/**
  * tally_cost_lock - take c's cost lock, spinning then yielding while it is
  * held. Blocking. Acquire ordering. Not recursive. NULL: no-op.
  */
@@ -184,7 +189,7 @@ static inline void tally_cost_lock(struct tally_cost *c)
 		tally__cost_backoff(&spins);
 }
 
-/*
+/**
  * tally_cost_unlock - drop c's cost lock (held by the caller). Release
  * ordering: pairs with the acquire in tally_cost_trylock and with the
  * first sequence load in tally_cost_read. NULL: no-op.
@@ -219,7 +224,7 @@ TALLY__INLINE void tally__cost_store(struct tally_cost *c, tally_uword a, tally_
 	tally__cost_put(&c->tally__side[TALLY_FILE].count, f);
 }
 
-/*
+/**
  * tally_cost_fold_locked - tally_cost_fold for a caller that holds c's cost
  * lock (so it can read the inputs under it). Same arguments and rules.
  */
@@ -255,7 +260,7 @@ static inline void tally_cost_fold_locked(struct tally_cost *c,
 	}
 }
 
-/*
+/**
  * tally_cost_fold - the read-side fold (prepare_scan_control()).
  * in: the raw monotonic inputs per side (rotations and IO events);
  * lrusize: the LRU size the counts decay against; cost: if not NULL,
@@ -288,7 +293,7 @@ TALLY__INLINE tally_uword tally__cost_weigh(tally_uword nr_io, tally_uword nr_ro
 			     nr_rotated);
 }
 
-/*
+/**
  * tally_cost_note_locked - tally_cost_note for a caller that holds c's
  * cost lock. Same arguments and rules.
  */
@@ -312,7 +317,7 @@ static inline void tally_cost_note_locked(struct tally_cost *c, int side, tally_
 	tally__cost_store(c, n[0], n[1]);
 }
 
-/*
+/**
  * tally_cost_note - the classic producer-side update (lru_note_cost()) for
  * one lruvec: cost = nr_io * 32 + nr_rotated (modular); if cost is 0,
  * nothing changes and the lock is not taken (lru_note_cost()'s early
@@ -334,7 +339,7 @@ static inline void tally_cost_note(struct tally_cost *c, int side, tally_uword n
 	tally_cost_unlock(c);
 }
 
-/*
+/**
  * tally_cost_read - the current counts, cost[TALLY_ANON], cost[TALLY_FILE],
  * both from one fold or note (never mixed). Never takes the cost lock:
  * retries while a writer holds it (a seqlock reader), so it may spin for
@@ -369,7 +374,7 @@ static inline void tally_cost_read(const struct tally_cost *c, tally_uword cost[
 	cost[1] = f;
 }
 
-/*
+/**
  * tally_cost_last - the inputs of the last fold (what the next fold
  * subtracts), for inspection. Same contract as tally_cost_read. NULL c:
  * zeros; NULL last: no-op.
@@ -467,7 +472,7 @@ TALLY__INLINE uint64_t tally__u128_div_small(struct tally__u128 n, struct tally_
 	return q;
 }
 
-/*
+/**
  * tally_scan_fraction - get_scan_count()'s SCAN_FRACT split of the scan
  * between anon and file:
  *   total = a + f; a' = total + a; f' = total + f; total = a' + f';

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/counter.h - tally_counter: one per-CPU counter with percpu_counter
  * semantics (kernel lib/percpu_counter.c), checked only where a carry
  * would happen (percpu_counter_tree, Mathieu Desnoyers, 2025).
@@ -10,6 +11,8 @@
  *   tally_counter_sum(&c);            // exact, O(CPUs)
  *   tally_counter_sum_monotonic(&c);  // exact, unsigned: event counters
  *   tally_counter_read_monotonic(&c); // O(1), unsigned, raw: for deltas
+ *   tally_counter_sum_and_reset(&c);  // exact, and 0 again: one cut
+ *   tally_counter_set(&c, 100);       // percpu_counter_set, no add lost
  *   tally_counter_destroy(&c);
  *
  * Layout: per CPU a never-reset word w (every add lands in exactly one w)
@@ -106,9 +109,16 @@ extern "C" {
  * writes, a fold from elsewhere never evicts it, and a counter costs
  * 16 bytes per slot plus one shared word.
  */
+
+/** A per-CPU counter (percpu_counter): see the top of this file.
+ * Opaque: set up with tally_counter_init(), then only the tally_counter_*
+ * calls. */
 struct tally_counter {
 	/* private: use the tally_counter_* calls */
-	tally_uword tally__initial; /* initial value */
+	/* The offset: value = this + the sum of every slot's w. init's value,
+	 * then what the last set or reset chose; stored release under the
+	 * set lock, loaded acquire by sum. */
+	tally_uword tally__initial;
 	tally_sword tally__batch;   /* a power of two */
 	tally_uword tally__low;     /* batch - 1: the bits below a carry */
 	tally_sword tally__bound;   /* tally_counter_error_bound() */
@@ -118,6 +128,7 @@ struct tally_counter {
 	struct tally__pcpu tally__bases;  /* flat: per slot: base, w up to the last fold; CAS only */
 	struct tally__pcpu tally__shared; /* flat: one word: the shared count */
 	struct tally__counter_tree tally__tree; /* levels 0: a flat counter */
+	unsigned tally__setting; /* set/reset lock: 1 while one runs */
 };
 
 TALLY__INLINE tally_uword *tally__counter_w(const struct tally_counter *c, unsigned s)
@@ -145,7 +156,7 @@ TALLY__INLINE tally_sword tally__pow2_ceil(tally_sword n)
 	return p;
 }
 
-/*
+/**
  * tally_counter_default_batch - the batch for this machine: the kernel's
  * max(TALLY_COUNTER_MIN_BATCH, 2 * CPU slots), raised to
  * TALLY_COUNTER_BATCH_FLOOR, rounded up to a power of two.
@@ -224,6 +235,7 @@ static inline int tally_counter_init_tree(struct tally_counter *c, tally_sword i
 	c->tally__top = tally__tree_top(&c->tally__tree);
 	*c->tally__top = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
+	c->tally__setting = 0;
 	c->tally__batch = batch;
 	c->tally__low = (tally_uword)batch - 1u;
 	c->tally__bound = bound;
@@ -276,6 +288,7 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	if (initial) /* else leave the shared arena's page untouched */
 		*c->tally__top = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
+	c->tally__setting = 0;
 	c->tally__batch = batch;
 	c->tally__low = (tally_uword)batch - 1u;
 	c->tally__bound = batch * 2 * (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
@@ -284,7 +297,7 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	return 0;
 }
 
-/* tally_counter_destroy - free c's per-CPU area. NULL is a no-op.
+/** tally_counter_destroy - free c's per-CPU area. NULL is a no-op.
  * Not concurrent with any other call on c. */
 static inline void tally_counter_destroy(struct tally_counter *c)
 {
@@ -323,7 +336,7 @@ TALLY__COLD void tally__counter_carried(struct tally_counter *c, unsigned s, tal
 		tally__counter_fold_slot(c, s, c->tally__batch);
 }
 
-/*
+/**
  * tally_counter_add - add delta (any sign) to c.
  * Any thread, concurrently with every call but init/destroy. Wait-free
  * unless it carries (one per-CPU add; the carry check uses the values the
@@ -364,7 +377,8 @@ void tally_counter_add(struct tally_counter *c, tally_sword delta);
  * mid-add). A flat counter that only grows reads at most its sum and
  * never goes back; a tree reads at most its sum whatever the signs, and
  * a grow-only tree never goes back, until a tally_counter_fold_all()
- * (which moves a tree's read by less than the bound, either way).
+ * (which moves a tree's read by less than the bound, either way) or a
+ * set or reset (which moves read with the value).
  * Any thread; wait-free.
  */
 TALLY__INLINE tally_sword tally_counter_read(const struct tally_counter *c)
@@ -389,20 +403,20 @@ TALLY__INLINE tally_sword tally_counter_error_bound(const struct tally_counter *
 	return c->tally__bound;
 }
 
-/* tally_counter_batch - the fold threshold c uses (a power of two).
+/** tally_counter_batch - the fold threshold c uses (a power of two).
  * NULL c: 0. */
 TALLY__INLINE tally_sword tally_counter_batch(const struct tally_counter *c)
 {
 	return tally__bad(!c) ? 0 : c->tally__batch;
 }
 
-/* tally_counter_read_positive - read, negative values as 0. */
+/** tally_counter_read_positive - read, negative values as 0. */
 TALLY__INLINE tally_uword tally_counter_read_positive(const struct tally_counter *c)
 {
 	return tally_clamp(tally_counter_read(c));
 }
 
-/*
+/**
  * tally_counter_read_monotonic - read() as the raw unsigned word, never
  * clamped, plus TALLY_MONOTONIC_BIAS (0 unless TALLY_WRAP_EARLY): for event
  * counters sampled often and cheaply, subtracted with tally_delta(). O(1).
@@ -423,7 +437,7 @@ TALLY__INLINE tally_uword tally_counter_read_monotonic(const struct tally_counte
 	return tally__load(c->tally__top) + tally__load(&c->tally__adj) + TALLY_MONOTONIC_BIAS;
 }
 
-/*
+/**
  * tally_counter_sum_monotonic - the exact value as unsigned, modulo 2^W:
  * (tally_uword)tally_counter_sum(c). The reader for event counters: no
  * cast and no clamping, so a count past TALLY_SWORD_MAX stays right until
@@ -432,28 +446,29 @@ TALLY__INLINE tally_uword tally_counter_read_monotonic(const struct tally_counte
  * TALLY_MONOTONIC_BIAS. Contract as tally_counter_sum (wait-free, O(CPU
  * slots), any thread). NULL c: 0.
  */
-static inline tally_uword tally_counter_sum_monotonic(struct tally_counter *c)
+static inline tally_uword tally_counter_sum_monotonic(const struct tally_counter *c)
 {
 	if (tally__bad(!c))
 		return 0;
-	return c->tally__initial +
-	       tally__pcpu_sum(&c->tally__pcpu, 0);
+	/* Acquire: pairs with the release store of a set or reset, so the
+	 * words summed are at least as new as the ones its cut loaded. */
+	return tally__load_acq(&c->tally__initial) + tally__pcpu_sum(&c->tally__pcpu, 0);
 }
 
-/*
+/**
  * tally_counter_sum - the exact value: initial plus every completed add.
  * Wait-free (one relaxed load per CPU slot); any thread, beside any call
  * but init/destroy. With adds running it returns initial plus a set of
  * adds that includes every add completed before the call and none that
  * started after it returned. Modular in 2^W.
  */
-static inline tally_sword tally_counter_sum(struct tally_counter *c)
+static inline tally_sword tally_counter_sum(const struct tally_counter *c)
 {
 	return tally__to_signed(tally_counter_sum_monotonic(c));
 }
 
-/* tally_counter_sum_positive - sum, negative values as 0. */
-static inline tally_uword tally_counter_sum_positive(struct tally_counter *c)
+/** tally_counter_sum_positive - sum, negative values as 0. */
+static inline tally_uword tally_counter_sum_positive(const struct tally_counter *c)
 {
 	return tally_clamp(tally_counter_sum(c));
 }
@@ -484,7 +499,7 @@ static inline void tally_counter_fold_all(struct tally_counter *c)
 		tally__counter_fold_slot(c, s, 1);
 }
 
-/*
+/**
  * tally_counter_compare - sign of (value - rhs): -1, 0 or 1, where value
  * is tally_counter_sum()'s signed value.
  * Decides from read() when that cannot be wrong, else from the exact sum
@@ -503,7 +518,7 @@ static inline void tally_counter_fold_all(struct tally_counter *c)
  * running, read's window widens by the adds in flight (as read's bound
  * does), and the sum is what tally_counter_sum() would return.
  */
-static inline int tally_counter_compare(struct tally_counter *c, tally_sword rhs)
+static inline int tally_counter_compare(const struct tally_counter *c, tally_sword rhs)
 {
 	/* Offset binary: the signed order as the unsigned order. */
 	const tally_uword half = (tally_uword)TALLY_SWORD_MAX + 1u;
@@ -520,6 +535,104 @@ static inline int tally_counter_compare(struct tally_counter *c, tally_sword rhs
 		return -1;
 	sum = tally_counter_sum(c);
 	return sum > rhs ? 1 : sum < rhs ? -1 : 0;
+}
+
+/* ---- set and reset --------------------------------------------------------
+ * The value is the offset (tally__initial) plus the sum of every slot's
+ * never-reset word w. A set or reset takes a cut, one relaxed load of each
+ * slot's w (as tally_counter_sum does), and moves the offset so that the
+ * value at the cut becomes the new value: an add whose word the cut loaded
+ * is in the old value, one it missed counts on top of the new. Words never
+ * move, so nothing else changes; the shared count (read's value) moves by
+ * the same amount as the offset (a tree's top: its residues stay), so
+ * count - offset - sum(base) stays constant and read keeps its bound once
+ * the call has returned.
+ * Sets and resets of one counter are serialized (a spin lock, acquire and
+ * release): the cuts of two of them never interleave, so successive cuts
+ * are ordered slot by slot (coherence) and every add lies between exactly
+ * two consecutive ones. (Without the lock, a CAS on the offset could
+ * succeed with a stale cut when the offset came back to an old value: an
+ * ABA that would give one add to two resets.)
+ */
+TALLY__COLD tally_uword tally__counter_exchange(struct tally_counter *c, tally_uword v)
+{
+	tally_uword cut, old, off;
+	unsigned unlocked = 0;
+	/* Acquire: pairs with the release at the end of the last holder, so
+	 * this cut's loads come after that one's. */
+	while (!__atomic_compare_exchange_n(&c->tally__setting, &unlocked, 1u, 0,
+					    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		unlocked = 0;
+		tally__os_yield();
+	}
+	cut = tally__pcpu_sum(&c->tally__pcpu, 0);
+	old = tally__load(&c->tally__initial); /* written only under the lock */
+	off = v - cut;
+	/* Release: pairs with tally_counter_sum_monotonic()'s acquire load. */
+	tally__store_rel(&c->tally__initial, off);
+	/* What read() loads: the shared count, or a tree's top (its
+	 * residues below the top do not move). */
+	tally__add(c->tally__top, off - old);
+	__atomic_store_n(&c->tally__setting, 0u, __ATOMIC_RELEASE);
+	return old + cut;
+}
+
+/**
+ * tally_counter_set - make c's value v (the kernel's percpu_counter_set()).
+ *
+ * @param c  the counter
+ * @param v  its new value
+ * @return 0, or -EINVAL for a NULL c (nothing changed).
+ *
+ * Takes a cut of c's per-CPU words, as tally_counter_sum() does, and moves
+ * c's offset so that the value at the cut becomes v: every add completed
+ * before the call is replaced by v, none that started after it returned
+ * is, and an add racing with the call is either replaced (the cut saw it)
+ * or counts on top of v, never both and never lost. So once the adds that
+ * raced have completed, tally_counter_sum() is v plus exactly the adds the
+ * cut missed. (The kernel's zeroes each CPU's count in turn under the
+ * counter's lock and loses adds that race with it; here none is lost.)
+ *
+ * Concurrency: any thread, beside every call but init/destroy. Adds are
+ * never blocked and never retry. Sets and resets of c are serialized by a
+ * spin lock (blocking: each other set or reset of c waits, yielding,
+ * while one takes its O(CPU slots) cut). A sum racing with the set returns
+ * the value from before it (it may include adds the cut missed) or one
+ * since it, never a mix; tally_counter_read() and tally_counter_compare()
+ * may see the old value until the call returns, then the new one within
+ * the usual bound.
+ */
+static inline int tally_counter_set(struct tally_counter *c, tally_sword v)
+{
+	if (tally__bad(!c))
+		return -EINVAL;
+	tally__counter_exchange(c, (tally_uword)v);
+	return 0;
+}
+
+/**
+ * tally_counter_sum_and_reset - c's exact value, and c set to 0, with one
+ * cut (read-and-reset, as folly's readFullAndReset()).
+ *
+ * @param c  the counter
+ * @return the value at the cut, signed and modular in 2^W like
+ *         tally_counter_sum() (cast to tally_uword for an event counter);
+ *         0 for a NULL c.
+ *
+ * Every add is in exactly one of: the value returned, or the counter
+ * afterwards. An add completed before the call is in the value returned,
+ * one that started after the call returned is in the counter afterwards,
+ * one racing with the call is in one or the other. So the values returned
+ * by successive resets plus the final tally_counter_sum() add up to the
+ * initial value plus every add, exactly, whatever the interleaving; a
+ * tally_counter_set() between them replaces what came before it. Same
+ * cut, lock and contract as tally_counter_set(c, 0).
+ */
+static inline tally_sword tally_counter_sum_and_reset(struct tally_counter *c)
+{
+	if (tally__bad(!c))
+		return 0;
+	return tally__to_signed(tally__counter_exchange(c, 0));
 }
 
 #ifdef __cplusplus

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export.h - render counters and vectors, by name, as Prometheus text
  * 0.0.4, OpenMetrics 1.0, flat-keyed "name value" text (like cgroup's
  * memory.stat) and JSON. Trees: <tally/export_rstat.h>.
@@ -86,28 +87,35 @@
 extern "C" {
 #endif
 
-/* Longest family name, and longest help text, in bytes. */
+/**@{*/
+/** Longest family name, and longest help text, in bytes. */
 #define TALLY_EXPORT_NAME_MAX 200
 #define TALLY_EXPORT_HELP_MAX 4096
+/**@}*/
 
-/* The formats tally_export_render() writes. */
+/** The formats tally_export_render() writes. */
 enum tally_export_format {
-	TALLY_EXPORT_PROMETHEUS = 0, /* Prometheus text exposition format 0.0.4 */
-	TALLY_EXPORT_OPENMETRICS = 1, /* OpenMetrics 1.0 text */
-	TALLY_EXPORT_STAT = 2,        /* "name value" lines (memory.stat) */
-	TALLY_EXPORT_JSON = 3
+	TALLY_EXPORT_PROMETHEUS = 0, /**< Prometheus text exposition format 0.0.4 */
+	TALLY_EXPORT_OPENMETRICS = 1, /**< OpenMetrics 1.0 text */
+	TALLY_EXPORT_STAT = 2,        /**< "name value" lines (memory.stat) */
+	TALLY_EXPORT_JSON = 3         /**< one JSON object of families */
 };
 
-/* What a series is: an event counter (widened, _total) or a gauge. */
+/** What a series is: an event counter (widened, _total) or a gauge. */
 enum tally_export_kind { TALLY_EXPORT_COUNTER = 0, TALLY_EXPORT_GAUGE = 1 };
 
+/** The Content-Type of TALLY_EXPORT_PROMETHEUS output. */
 #define TALLY_EXPORT_CONTENT_TYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
+/** The Content-Type of TALLY_EXPORT_OPENMETRICS output. */
 #define TALLY_EXPORT_CONTENT_TYPE_OPENMETRICS                                  \
 	"application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 #define TALLY__EXPORT_INSIDE 1
 #include <tally/export/types.h>
 
+/** An exporter: the registered counters, vectors and trees and each
+ * counter series' widening state. Opaque: set up with tally_export_init(),
+ * then only the tally_export_* calls, one at a time. */
 struct tally_export {
 	/* private: use the tally_export_* calls */
 	struct tally__export_source *tally__sources;
@@ -115,7 +123,7 @@ struct tally_export {
 	struct tally__export_family *tally__families;
 	unsigned tally__nr_families, tally__cap_families;
 	size_t tally__last_len; /* the last render_alloc's length: a size guess */
-	char tally__error[256];
+	char tally__error[512];
 };
 
 #include <tally/export/names.h>
@@ -126,7 +134,7 @@ struct tally_export {
 
 /* ---- errors -------------------------------------------------------------- */
 
-/*
+/**
  * tally_export_error - why the last failing call on e failed, as one line
  * of text ("" if none failed yet). Valid until the next call on e.
  */
@@ -137,7 +145,7 @@ static inline const char *tally_export_error(const struct tally_export *e)
 
 /* ---- exporters ----------------------------------------------------------- */
 
-/*
+/**
  * tally_export_init - an empty exporter. Returns 0 or -EINVAL (NULL e).
  * Allocates nothing until the first registration.
  */
@@ -149,7 +157,7 @@ static inline int tally_export_init(struct tally_export *e)
 	return 0;
 }
 
-/*
+/**
  * tally_export_destroy - free everything e allocated (not the objects it
  * renders). NULL is a no-op. Not beside any other call on e.
  */
@@ -160,10 +168,8 @@ static inline void tally_export_destroy(struct tally_export *e)
 		return;
 	for (i = 0; i < e->tally__nr_sources; i++)
 		tally__export_source_free(&e->tally__sources[i]);
-	for (i = 0; i < e->tally__nr_families; i++) {
-		free(e->tally__families[i].name);
-		free(e->tally__families[i].help);
-	}
+	for (i = 0; i < e->tally__nr_families; i++)
+		tally__export_family_free(&e->tally__families[i]);
 	free(e->tally__sources);
 	free(e->tally__families);
 	memset(e, 0, sizeof(*e));
@@ -171,7 +177,7 @@ static inline void tally_export_destroy(struct tally_export *e)
 
 /* ---- registration -------------------------------------------------------- */
 
-/*
+/**
  * tally_export_add_counter - export c as one family called name (a
  * counter's samples are name_total), with help text help (NULL: a generic
  * one; also for "" or only blanks), as kind TALLY_EXPORT_COUNTER (widened
@@ -220,17 +226,39 @@ static inline int tally_export_add_counter(struct tally_export *e, const char *n
 	return tally__export_register(e, &s, &f, 1);
 }
 
-/*
- * tally_export_add_vec - export every item of v as its own family called
- * prefix_<name> (prefix NULL or "": just <name>), where <name> is
- * names[item] (names NULL: the vector's own item name,
- * tally_vec_item_name()), else item<N>. helps[item] (NULL array or entry: a generic
- * help) and kinds[item] (NULL: every item a TALLY_EXPORT_COUNTER) as in
- * tally_export_add_counter. Values are the exact per-item raw sums of one
- * tally_vec_snapshot() (one pass over the CPUs; a reset of the vector
- * does not move them, so exported counters never go back). Returns 0,
- * -EINVAL (any bad name, help or kind: nothing registered; see
- * tally_export_error()) or -ENOMEM.
+/**
+ * tally_export_add_vec - export the items of v, each named prefix_\<name\>
+ * (prefix NULL or "": just \<name\>), where \<name\> is names[item] (names
+ * NULL: the vector's own item name, tally_vec_item_name()), else item\<N\>.
+ *
+ * Labels: an item named "base{label=\"value\",...}" is a series of the
+ * family prefix_base with those labels, so 12 stats x 64 slab classes
+ * named "slab_get_hits{class=\"12\"}" ... are 12 families of 64 series.
+ * Label names are [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__", each
+ * once per item; values are quoted UTF-8 with \\, \" and \n escaped as in
+ * the text format; no blanks, nothing after the '}'. The items of one
+ * family must have one kind and differ in their labels.
+ * Hidden items (TALLY_VEC_ITEM_HIDDEN) are left out.
+ *
+ * helps[item] (NULL array or entry: a generic help; a family takes the
+ * first one given among its items). kinds: NULL (recommended) takes each
+ * item's kind from v (TALLY_VEC_ITEM_GAUGE: a gauge, else a counter);
+ * deprecated: an array of nr_items TALLY_EXPORT_COUNTER /
+ * TALLY_EXPORT_GAUGE overrides them for this export only (a reset of v
+ * still follows v's own kinds).
+ *
+ * Values are the exact per-item raw sums of one tally_vec_snapshot() (one
+ * pass over the CPUs; a reset of the vector does not move them, so
+ * exported counters never go back; a gauge's raw value is its level).
+ * @return 0; -EINVAL (a bad name, label, help or kind, two items with one
+ *         series, NULL or uninitialised v; nothing registered; the message,
+ *         tally_export_error(), quotes the name, and for a name the
+ *         exporter cannot take, such as a reserved suffix
+ *         ("response_obj_count"), names the item to rename with
+ *         tally_vec_set_item_name() or through names); -ENOMEM.
+ * Not beside other calls on e, nor beside tally_vec_set_item_name() on v
+ * (the names are copied here: renaming v later does not rename exported
+ * families).
  */
 static inline int tally_export_add_vec(struct tally_export *e, const char *prefix,
 				       struct tally_vec *v, const char *const *names,
@@ -238,7 +266,7 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
 {
 	struct tally__export_source s;
 	struct tally__export_family *fams;
-	unsigned n, i;
+	unsigned n, i, nfam;
 	int err;
 	if (tally__bad(!e))
 		return -EINVAL;
@@ -268,17 +296,20 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
 		tally__export_source_free(&s);
 		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	}
-	tally__export_fill_families(fams, n, prefix, names, helps, kinds, "tally vector item", v);
-	for (i = 0; i < n; i++)
-		s.kinds[i] = fams[i].kind;
-	err = tally__export_register(e, &s, fams, n);
+	err = tally__export_vec_families(e, fams, &nfam, s.kinds, prefix, v, names, helps, kinds);
+	if (err) {
+		free(fams);
+		tally__export_source_free(&s);
+		return err;
+	}
+	err = tally__export_register(e, &s, fams, nfam);
 	free(fams);
 	return err;
 }
 
 /* ---- rendering ----------------------------------------------------------- */
 
-/*
+/**
  * tally_export_render - render every registered family in format fmt into
  * buf (size bytes), NUL-terminated.
  * Returns 0 with *len (if len is not NULL) the bytes written, without the
@@ -327,7 +358,7 @@ static inline int tally_export_render(struct tally_export *e, int fmt, char *buf
 	return 0;
 }
 
-/*
+/**
  * tally_export_render_alloc - as tally_export_render, into a new buffer:
  * *out (free() it) holds *len bytes and a NUL. Returns 0, -EINVAL or
  * -ENOMEM (*out NULL).
@@ -372,7 +403,7 @@ static inline int tally_export_render_alloc(struct tally_export *e, int fmt, cha
 
 /* ---- HTTP ---------------------------------------------------------------- */
 
-/* tally_export_content_type - the HTTP Content-Type of a format. */
+/** tally_export_content_type - the HTTP Content-Type of a format. */
 static inline const char *tally_export_content_type(int fmt)
 {
 	switch (fmt) {
@@ -387,7 +418,7 @@ static inline const char *tally_export_content_type(int fmt)
 	}
 }
 
-/*
+/**
  * tally_export_negotiate - the format to answer an HTTP Accept header
  * with: TALLY_EXPORT_OPENMETRICS if it lists application/openmetrics-text
  * with a non-zero q, else TALLY_EXPORT_PROMETHEUS (also for NULL).

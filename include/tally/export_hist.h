@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export_hist.h - render a tally_hist through a tally_export as a
  * Prometheus / OpenMetrics histogram (and in JSON and memory.stat text).
  *
@@ -54,15 +55,15 @@ extern "C" {
 /**
  * struct tally_export_hist_opts - how tally_export_add_hist() shows a
  * histogram.
- * @scale: exported value = recorded value x scale (1e-9: nanoseconds
+ * @p scale: exported value = recorded value x scale (1e-9: nanoseconds
  *   recorded, seconds exported, Prometheus' base unit); 0 means 1. Must be
  *   finite and > 0 otherwise.
- * @max_buckets: most buckets exported, +Inf included: 0 for no cap, else
+ * @p max_buckets: most buckets exported, +Inf included: 0 for no cap, else
  *   2..TALLY_HIST_BUCKETS_MAX.
  */
 struct tally_export_hist_opts {
-	double scale;
-	unsigned max_buckets;
+	double scale;         /**< exported = recorded x scale; 0 means 1 */
+	unsigned max_buckets; /**< most buckets exported, +Inf included; 0: no cap */
 };
 
 /* private: a histogram source's state */

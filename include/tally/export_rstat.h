@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export_rstat.h - render a tally_tree through a tally_export: every
  * group a row, its path a label, hierarchical and local values as separate
  * families. Needs rstat.h (liburcu); counters and vectors alone need only
@@ -45,9 +46,15 @@
 extern "C" {
 #endif
 
-/* Force a flush of the root before each render (exact values). */
+/** Force a flush of the root before each render (exact values). */
 #define TALLY_EXPORT_TREE_FLUSH 1u
 
+/** Names a group for tally_export_add_tree():
+ * `const char *fn(const struct tally_group *g, void *arg)` returns g's path
+ * component (non-empty UTF-8 without '/'), or NULL to leave g and its
+ * subtree out of the rows. Called with the name_arg given at registration,
+ * for every group but the root, by the rendering thread during a render;
+ * the string must stay valid until that render returns. */
 typedef const char *(*tally_export_group_name_fn)(const struct tally_group *g, void *arg);
 
 /* Private: one row's identity, and the tree source's render state. */
@@ -344,11 +351,11 @@ static inline int tally__export_collect_tree(struct tally_export *e, struct tall
 	return 0;
 }
 
-/*
+/**
  * tally_export_add_tree - export every item of t's groups: for item i,
- * families prefix_<name> (hierarchical) and prefix_<name>_local (local),
- * with rows labelled group="<path>". <name> is names[i] (names NULL: the
- * tree's own, tally_tree_item_name()), else item<i>;
+ * families prefix_\<name\> (hierarchical) and prefix_\<name\>_local (local),
+ * with rows labelled group="\<path\>". \<name\> is names[i] (names NULL: the
+ * tree's own, tally_tree_item_name()), else item\<i\>;
  * helps[i] and kinds[i] as in tally_export_add_vec (the local family's
  * help gets " (this group alone)" appended, the other's " (this group and
  * its descendants)"). name_fn names groups (NULL: their own names; see

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/hist.h - tally_hist: a per-CPU histogram of non-negative integer
  * values (latencies in nanoseconds, sizes in bytes) with a stated quantile
  * error, exact consistent snapshots, reset, and merging.
@@ -71,28 +72,30 @@ extern "C" {
 #define TALLY_HIST_PRECISION_DEFAULT 7u
 /** Most bucket positions a histogram may have (below and above included). */
 #define TALLY_HIST_BUCKETS_MAX (1u << 20)
+/**@{*/
 /** The default range, lowest .. highest: 1 ns .. 1 hour in nanoseconds. */
 #define TALLY_HIST_LOWEST_DEFAULT 1u
 #define TALLY_HIST_HIGHEST_DEFAULT 3600000000000ull
+/**@}*/
 /** Most equal observations one tally_hist_record_n() takes. */
 #define TALLY_HIST_N_MAX 0xffffffffull
 
 /**
  * struct tally_hist_opts - the buckets tally_hist_init() sets up.
- * @lowest, @highest: the log-linear range (values outside it go to the
+ * @p lowest, @p highest: the log-linear range (values outside it go to the
  *   below / above buckets); both 0: the default 1 .. 3.6e12. Otherwise
  *   lowest <= highest <= INT64_MAX (lowest may be 0).
- * @precision: p, 1..TALLY_HIST_PRECISION_MAX; 0: the default (7).
- * @bounds, @nr_bounds: explicit upper bounds instead (bounds NULL: log-
+ * @p precision: p, 1..TALLY_HIST_PRECISION_MAX; 0: the default (7).
+ * @p bounds, @p nr_bounds: explicit upper bounds instead (bounds NULL: log-
  *   linear): 1..TALLY_HIST_BUCKETS_MAX - 2 strictly increasing values <=
  *   INT64_MAX, copied; lowest, highest and precision must then be 0.
  */
 struct tally_hist_opts {
-	uint64_t lowest;
-	uint64_t highest;
-	unsigned precision;
-	const uint64_t *bounds;
-	unsigned nr_bounds;
+	uint64_t lowest;         /**< the log-linear range's low end (see above) */
+	uint64_t highest;        /**< its high end; both 0: the default */
+	unsigned precision;      /**< p, 1..TALLY_HIST_PRECISION_MAX; 0: 7 */
+	const uint64_t *bounds;  /**< explicit upper bounds, or NULL: log-linear */
+	unsigned nr_bounds;      /**< how many bounds */
 };
 
 /* private: the buckets of a histogram or a snapshot */
@@ -119,15 +122,15 @@ struct tally_hist {
 
 /**
  * struct tally_hist_snap - one cut of a histogram (or a merge or delta of
- * cuts). @count: observations (always the sum of counts[]); @sum: their
- * values' sum, modulo 2^64; @counts: per bucket position, @nr_buckets of
+ * cuts). @p count: observations (always the sum of counts[]); @p sum: their
+ * values' sum, modulo 2^64; @p counts: per bucket position, @p nr_buckets of
  * them (0: below, nr_buckets - 1: above). Other members are private.
  */
 struct tally_hist_snap {
-	uint64_t count;
-	uint64_t sum;
-	uint64_t *counts;
-	unsigned nr_buckets;
+	uint64_t count;      /**< observations: the sum of counts[] */
+	uint64_t sum;        /**< their values' sum, modulo 2^64 */
+	uint64_t *counts;    /**< per bucket position, nr_buckets of them */
+	unsigned nr_buckets; /**< positions: 0 below the range, nr_buckets - 1 above */
 	/* private */
 	struct tally__hist_layout tally__l;
 	uint64_t *tally__groups; /* totals of 2^group_shift positions */
@@ -249,7 +252,7 @@ static inline void tally_hist_destroy(struct tally_hist *h)
 /**
  * tally_hist_record_n - record n observations of value v (one call, as n
  * tally_hist_record(h, v)).
- * @v: >= 0, in the histogram's unit. @n: 0..TALLY_HIST_N_MAX (0 records
+ * @p v: >= 0, in the histogram's unit. @p n: 0..TALLY_HIST_N_MAX (0 records
  * nothing). The sum gains v * n (modulo 2^64).
  * Returns 0, or -EINVAL (NULL h, v < 0, n too large: nothing recorded).
  *

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/inflight.h - tally_inflight: per-type in-flight gauges and the
  * isolation throttle (MGLRU's too_many_isolated(), from "mm/vmscan:
  * throttle MGLRU eviction when isolated folios pile up", Hui Zhu, v7).
@@ -67,34 +68,41 @@
 extern "C" {
 #endif
 
-/* Most types one gauge set tracks (the allowed mask is an unsigned). */
+/** Most types one gauge set tracks (the allowed mask is an unsigned). */
 #define TALLY_INFLIGHT_TYPES_MAX 8
-/* The fewest generations MGLRU keeps: the threshold divisor. */
+/** The fewest generations MGLRU keeps: the threshold divisor. */
 #define TALLY_MIN_NR_GENS 2
 /* The default bound of the one wait: TALLY_INFLIGHT_WAIT_NS (config.h). */
-/* Longest wait accepted by tally_inflight_init (one hour). */
+/** Longest wait accepted by tally_inflight_init (one hour). */
 #define TALLY_INFLIGHT_WAIT_MAX_NS 3600000000000ull
 
-/* Who asks (the fields of scan_control the throttle looks at). */
+/** Who asks (the fields of scan_control the throttle looks at). */
 struct tally_inflight_caller {
-	bool exempt;      /* never over-isolated: kswapd, !writeback_throttling_sane */
-	bool io_fs;       /* may do IO and FS (GFP_KERNEL): 8x less room */
-	const int *fatal; /* optional: nonzero = about to die (read after the wait) */
+	bool exempt;      /**< never over-isolated: kswapd, !writeback_throttling_sane */
+	bool io_fs;       /**< may do IO and FS (GFP_KERNEL): 8x less room */
+	const int *fatal; /**< NULL, or an int the caller sets nonzero when it is about
+			   to die (a fatal signal); read before and after the wait */
 };
 
-/* Evictable size of a type, as the caller measures it (for example
- * tally_sum_clamped() over per-generation counters). */
+/** Evictable size of a type, as the caller measures it (for example
+ * tally_sum_clamped() over per-generation counters):
+ * `tally_uword fn(void *arg, unsigned type)`, called by
+ * tally_inflight_allowed() from the calling thread with its arg, for each
+ * type in the mask, before and again after a wait. */
 typedef tally_uword (*tally_inflight_evictable_fn)(void *arg, unsigned type);
 
-/* Throttle statistics (monotonic, relaxed; for reports and tests). */
+/** Throttle statistics (monotonic, relaxed; for reports and tests). */
 struct tally_inflight_stats {
-	tally_uword throttled; /* waits started (mm_vmscan_throttled) */
-	tally_uword woken;     /* waits ended early by a wake or a putback */
-	tally_uword timeouts;  /* waits that ran their full bound */
-	tally_uword gave_up;   /* allowed() returned 0 after its wait */
-	tally_uword fatal;     /* allowed() returned 0 for the fatal flag */
+	tally_uword throttled; /**< waits started (mm_vmscan_throttled) */
+	tally_uword woken;     /**< waits ended early by a wake or a putback */
+	tally_uword timeouts;  /**< waits that ran their full bound */
+	tally_uword gave_up;   /**< allowed() returned 0 after its wait */
+	tally_uword fatal;     /**< allowed() returned 0 for the fatal flag */
 };
 
+/** Per-type in-flight gauges and the isolation throttle: see the
+ * top of this file. Opaque: set up with tally_inflight_init(), then only
+ * the tally_inflight_* calls. */
 struct tally_inflight {
 	/* private: use the tally_inflight_* calls */
 	tally_uword tally__isolated[TALLY_INFLIGHT_TYPES_MAX];
@@ -107,7 +115,7 @@ struct tally_inflight {
 	struct tally__os_cond tally__cond; /* its clock recorded at init */
 };
 
-/*
+/**
  * tally_inflight_init - nr_types gauges (1..TALLY_INFLIGHT_TYPES_MAX) at 0.
  * wait_ns: the bound of the one wait, 1..TALLY_INFLIGHT_WAIT_MAX_NS, or 0
  * for TALLY_INFLIGHT_WAIT_NS. Returns 0, -EINVAL (f untouched) or the
@@ -139,7 +147,7 @@ static inline int tally_inflight_init(struct tally_inflight *f, unsigned nr_type
 	return 0;
 }
 
-/* tally_inflight_destroy - release f's mutex and condition variable. NULL
+/** tally_inflight_destroy - release f's mutex and condition variable. NULL
  * is a no-op. No thread may be in a call on f. */
 static inline void tally_inflight_destroy(struct tally_inflight *f)
 {
@@ -150,13 +158,13 @@ static inline void tally_inflight_destroy(struct tally_inflight *f)
 	f->tally__nr_types = 0;
 }
 
-/* tally_inflight_wait_ns - the bound of f's one wait. NULL: 0. */
+/** tally_inflight_wait_ns - the bound of f's one wait. NULL: 0. */
 TALLY__INLINE uint64_t tally_inflight_wait_ns(const struct tally_inflight *f)
 {
 	return f ? f->tally__wait_ns : 0;
 }
 
-/*
+/**
  * tally_inflight_read - items of type isolated now. Lock-free, any thread.
  * Bad f or type: 0.
  */
@@ -167,13 +175,13 @@ TALLY__INLINE tally_uword tally_inflight_read(const struct tally_inflight *f, un
 	return __atomic_load_n(&f->tally__isolated[type], __ATOMIC_SEQ_CST);
 }
 
-/* tally_inflight_waiters - threads in the throttle's wait now. */
+/** tally_inflight_waiters - threads in the throttle's wait now. */
 TALLY__INLINE unsigned tally_inflight_waiters(const struct tally_inflight *f)
 {
 	return f ? __atomic_load_n(&f->tally__waiters, __ATOMIC_SEQ_CST) : 0;
 }
 
-/*
+/**
  * tally_inflight_wake - wake every thread in the throttle's wait (they
  * check again at once). Cheap when nobody waits (one load). Any thread.
  */
@@ -191,7 +199,7 @@ static inline void tally_inflight_wake(struct tally_inflight *f)
 	pthread_mutex_unlock(&f->tally__lock);
 }
 
-/*
+/**
  * tally_inflight_isolate - n more items of type are in flight (after
  * isolating them). Returns 0, or -EINVAL for bad f/type or an n that
  * would wrap the gauge (nothing changes). Lock-free.
@@ -210,7 +218,7 @@ static inline int tally_inflight_isolate(struct tally_inflight *f, unsigned type
 	return 0;
 }
 
-/*
+/**
  * tally_inflight_putback - n items of type are back (or gone); wakes the
  * throttled waiters. Returns 0, or -EINVAL for bad f/type or n larger than
  * the gauge (nothing changes). Lock-free unless a thread waits (then it
@@ -242,7 +250,7 @@ TALLY__INLINE bool tally__inflight_over(tally_uword isolated, tally_uword evicta
 	return isolated > evictable / TALLY_MIN_NR_GENS;
 }
 
-/*
+/**
  * tally_inflight_too_many - lru_gen_too_many_isolated(): are too many items
  * of type in flight for who, given the type's evictable size? False for
  * exempt callers; else isolated > (io_fs ? evictable >> 3 : evictable) /
@@ -312,7 +320,7 @@ static inline void tally__inflight_throttle(struct tally_inflight *f, unsigned t
 	tally__add(early ? &f->tally__stats.woken : &f->tally__stats.timeouts, 1u);
 }
 
-/*
+/**
  * tally_inflight_allowed - throttle_evictable_types(): the mask of types
  * (bit t for type t, among those set in types) that who may isolate now,
  * or 0 if reclaim should stop. evictable(arg, t) gives type t's evictable
@@ -359,7 +367,7 @@ static inline unsigned tally_inflight_allowed(struct tally_inflight *f, unsigned
 	}
 }
 
-/* tally_inflight_stats - a copy of f's throttle statistics. */
+/** tally_inflight_stats - a copy of f's throttle statistics. */
 static inline void tally_inflight_stats(const struct tally_inflight *f,
 					struct tally_inflight_stats *s)
 {

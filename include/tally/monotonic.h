@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/monotonic.h - word types, modular deltas, clamped vs monotonic reads.
  *
  * Two ways to read a signed statistic ("mm/vmstat, mm/memcontrol: add
@@ -26,7 +27,7 @@
 extern "C" {
 #endif
 
-/*
+/**
  * Wrap-early bias (TALLY_WRAP_EARLY, like INITIAL_JIFFIES): added to every
  * raw monotonic value tally reports, so raw values start just below the
  * wrap point. Deltas of monotonic reads are unaffected.
@@ -37,32 +38,32 @@ extern "C" {
 #  define TALLY_MONOTONIC_BIAS ((tally_uword)0)
 #endif
 
-/* tally_delta - cur - prev modulo 2^W: events between two monotonic samples. */
+/** tally_delta - cur - prev modulo 2^W: events between two monotonic samples. */
 TALLY__INLINE tally_uword tally_delta(tally_uword prev, tally_uword cur)
 {
 	return (tally_uword)(cur - prev);
 }
 
-/* tally_clamp - a signed gauge read as unsigned, negative values as 0. */
+/** tally_clamp - a signed gauge read as unsigned, negative values as 0. */
 TALLY__INLINE tally_uword tally_clamp(tally_sword v)
 {
 	return v < 0 ? 0 : (tally_uword)v;
 }
 
-/* tally_after - true if monotonic value a is later than b (time_after()):
+/** tally_after - true if monotonic value a is later than b (time_after()):
  * valid while they are less than 2^(W-1) apart. */
 TALLY__INLINE bool tally_after(tally_uword a, tally_uword b)
 {
 	return tally__to_signed((tally_uword)(b - a)) < 0;
 }
 
-/* A monotonic sampler: the last raw value seen. Zero-initialise, or set
+/** A monotonic sampler: the last raw value seen. Zero-initialise, or set
  * last to the first reading. Not shared between threads without a lock. */
 struct tally_sample {
-	tally_uword last;
+	tally_uword last; /**< the last raw value seen */
 };
 
-/* tally_sample_advance - the delta since the last sample; remembers now.
+/** tally_sample_advance - the delta since the last sample; remembers now.
  * NULL s: returns 0 (no sampler, no events) and changes nothing. */
 TALLY__INLINE tally_uword tally_sample_advance(struct tally_sample *s, tally_uword now)
 {
@@ -74,7 +75,7 @@ TALLY__INLINE tally_uword tally_sample_advance(struct tally_sample *s, tally_uwo
 	return d;
 }
 
-/*
+/**
  * tally_sum_clamped - sum of n signed counters, each clamped at 0 first
  * (per-generation sizes read with max(READ_ONCE(x), 0L), as in
  * "mm/mglru: consolidate common code for retrieving evictable size", Kairui

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/os.h - the platform layer: clocks and deadlines, a condition
  * variable whose clock is chosen once and recorded in it, yielding the CPU,
  * counting CPUs and memory. Private to tally (tally__os_* names); the
@@ -8,7 +9,7 @@
  * its feature-test macros: with glibc, strict ISO C (-std=c11) hides
  * CLOCK_MONOTONIC, clock_gettime() and pthread_condattr_setclock(), which
  * -std=gnu11 and every C++ compiler show. Code that chose its clock with
- * #if would make two units of one program disagree about one object's
+ * `#if` would make two units of one program disagree about one object's
  * condition variable (a wall-clock deadline on a monotonic condition
  * variable waits for decades). Here:
  *  - the calls glibc hides are redeclared (the ABI is the same whatever the

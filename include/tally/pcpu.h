@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/pcpu.h - per-CPU storage: allocation, the current slot, iteration.
  * Internal: included by the primitives, not by users.
  *

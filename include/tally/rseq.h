@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rseq.h - glibc's registered rseq area: the current CPU in one load,
  * and (where implemented) a restartable per-CPU add. Internal.
  *

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat.h - tally_tree / tally_group: hierarchical statistics with
  * subtree flushing, per-group flush thresholds, ratelimited and periodic
  * flushing: the kernel's cgroup rstat (kernel/cgroup/rstat.c) and memcg
@@ -16,6 +17,16 @@
  *   tally_group_destroy(b);                // deltas go to a; freed after RCU
  *   tally_tree_destroy(t);
  *
+ *   // Per-tenant groups by name, reset and dropped in one call each:
+ *   tally_tree_register_thread(t);         // destroys: RCU registration
+ *   struct tally_group *x = tally_group_create_named(root, "tenant-7");
+ *   tally_tree_read_lock(t);               // x may be destroyed by others
+ *   x = tally_group_find_child(root, "tenant-7");
+ *   if (x) tally_group_mod(x, ITEM, 1);
+ *   tally_tree_read_unlock(t);
+ *   tally_group_reset(x);                  // x's subtree reads 0, one cut
+ *   tally_group_destroy_subtree(x);        // x and below; counts go up
+ *
  * This header holds the structures and the public calls with their
  * contracts. The machinery sits beside it, split where the kernel splits
  * it (each refuses to be included on its own):
@@ -32,6 +43,10 @@
  *                            mem_cgroup_css_rstat_flush())
  *   tally/rstat/lifetime.h   creating and destroying trees and groups, the
  *                            deferred free (css_free_rwork_fn())
+ *   tally/rstat/names.h      item names and group names
+ *   tally/rstat/reset.h      resets of a subtree: the baselines the
+ *                            since-reset readers subtract
+ *   tally/rstat/rcu.h        the RCU rules, checked in TALLY_DEBUG builds
  *   tally/rstat/types.h      the private parts of the two structs, one
  *                            struct per concern
  *
@@ -105,6 +120,19 @@
  *   - Unregister (urcu_memb_unregister_thread()) before a registered thread
  *     exits. urcu-memb uses the membarrier() system call where the kernel
  *     has it, and falls back to memory barriers in the read lock otherwise.
+ *   - tally_tree_register_thread() / tally_tree_unregister_thread() do the
+ *     registration through the tree's flavor. Registering and locking
+ *     through tally's calls lets TALLY_DEBUG builds check these rules: an
+ *     unregistered thread that locks, destroys or walks, or a call on a
+ *     destroyed group outside a read-side section (a use-after-free once
+ *     the grace period ends), aborts with a message naming the call
+ *     (tally/rstat/rcu.h).
+ *   - urcu-bp, liburcu's bulletproof flavor, registers every thread by
+ *     itself at its first read lock: define TALLY_URCU_BP 1 (config.h)
+ *     and link liburcu-bp (CMake: tally::rstat_bp; pkg-config
+ *     tally-rstat-bp). No
+ *     thread then needs registering (the read-side sections are still
+ *     needed); its read lock costs more than urcu-memb's (bench/RESULTS.md).
  * liburcu 0.13 lets one translation unit include one flavor header. This
  * header includes TALLY_URCU_HEADER (default <urcu/urcu-memb.h>); to use
  * another flavor in the same file, define TALLY_URCU_HEADER (for example
@@ -118,8 +146,13 @@
  *                            live ancestor: a flush of that ancestor that
  *                            starts after the mod returned reflects it.
  *                            Never lost, never counted twice.
- *   tally_group_create       NULL, errno EINVAL
- *   tally_group_destroy      -EINVAL
+ *   tally_group_create,      NULL, errno EINVAL
+ *   tally_group_create_named
+ *   tally_group_destroy,     -EINVAL
+ *   tally_group_destroy_subtree,
+ *   tally_group_reset,
+ *   tally_group_set_name
+ *   tally_group_find_child   NULL, errno ENOENT (no live children)
  *   flush, flush_force,      errno EINVAL, nothing done (ratelimited: only
  *   flush_ratelimited        when it would flush)
  *   needs_flush              false
@@ -130,6 +163,9 @@
  *                            destroyed too; its memory stays valid)
  *   for_each_child           0, fn never called (a destroyed group has no
  *                            children)
+ * Outside a read-side section any call on a destroyed group is a
+ * use-after-free waiting for the grace period to end; TALLY_DEBUG builds
+ * abort instead, naming the call.
  *
  * ---- Concurrency contract ------------------------------------------------
  *   call                          beside                    progress
@@ -144,9 +180,14 @@
  *   flush, flush_force,           everything but            blocking (the
  *   flush_ratelimited,            tally_tree_destroy        tree's flush lock;
  *   flush_periodic                                          membarrier() [1])
- *   group_create, group_destroy   everything but            blocking (the
- *                                 tally_tree_destroy        flush lock);
- *                                                           destroy defers free
+ *   group_create, _create_named,  everything but            blocking (the
+ *   group_destroy,                tally_tree_destroy        flush lock);
+ *   _destroy_subtree,                                       destroy defers free
+ *   group_reset, tree_reset
+ *   find_child, for_each_child    everything but            lock-free (RCU
+ *                                 tally_tree_destroy        read side)
+ *   tree_register_thread,         everything                blocking (liburcu's
+ *   _unregister_thread                                      registry lock)
  *   start_flusher, stop_flusher   everything but            blocking
  *                                 tally_tree_destroy
  *   tree_create, tree_destroy     nothing on that tree      blocking
@@ -206,10 +247,12 @@
 extern "C" {
 #endif
 
-/* Largest item count and stats_updates batch a tree accepts. */
+/**@{*/
+/** Largest item count and stats_updates batch a tree accepts. */
 #define TALLY_RSTAT_ITEMS_MAX (1u << 16)
 #define TALLY_RSTAT_BATCH_MAX (1u << 20)
-/* Largest period: 2^62 ns (146 years), so 2 periods never overflow. */
+/**@}*/
+/** Largest period: 2^62 ns (146 years), so 2 periods never overflow. */
 #define TALLY_RSTAT_PERIOD_MAX (1ull << 62)
 /**
  * Deepest group a tree holds: the root is at depth 0, a group one below
@@ -255,6 +298,10 @@ extern "C" {
 
 /* ---- the structs: private members, one sub-struct per concern ----------- */
 
+/** A tree of groups (cgroup rstat): its root, items, flush lock,
+ * clock, flusher and RCU flavor. Opaque: made by tally_tree_create() or
+ * tally_tree_create_opts(), then only the tally_tree_* and tally_group_*
+ * calls. */
 struct tally_tree {
 	/* private: use the tally_tree_* calls */
 	unsigned tally__nr_items;
@@ -268,14 +315,21 @@ struct tally_tree {
 	struct tally__rstat_flusher tally__flusher;
 	struct tally__rstat_rcu tally__rcu;
 	char **tally__item_names; /* NULL, or set once: see rstat/names.h */
+	unsigned char *tally__item_flags; /* NULL (all counters), or per item */
 };
 
+/** A group of a tree: one node of the hierarchy, made by
+ * tally_group_create(), gone with tally_group_destroy() (freed after an RCU
+ * grace period). Opaque: use the tally_group_* calls. */
 struct tally_group {
 	/* private: use the tally_group_* calls */
 	struct tally_tree *tally__tree;
 	unsigned tally__nr_items;
 	int tally__dead; /* set by destroy under the flush lock; atomic */
 	union { char *p; uint64_t size; } tally__name; /* set once: rstat/names.h */
+	/** The reset baselines: NULL until the first reset of g (rstat/reset.h),
+	 * then state's [nr_items] and local's [nr_items]; atomic. */
+	union { tally_uword *p; uint64_t size; } tally__base;
 	struct tally__pcpu tally__pcpu; /* slot chunks: tally__rstat_cpu, words, prev */
 	struct tally__rstat_gdirty tally__dirty;
 	struct tally__rstat_gcount tally__cnt;
@@ -302,58 +356,80 @@ TALLY__RSTAT_STATIC_ASSERT(offsetof(struct tally_tree, tally__clock) % 8 == 0 &&
 				   offsetof(struct tally__rstat_clock, last_root_flush) % 8 == 0,
 			   "tally_tree: the last flush time must be 8-byte aligned");
 
-/*
+/**
  * Options for tally_tree_create_opts(). Zero-initialise and set what you
  * need: every zero field means its default.
  */
 struct tally_tree_opts {
-	unsigned nr_items; /* items per group: 1..TALLY_RSTAT_ITEMS_MAX */
-	/* per-CPU stats_updates batch: 1..TALLY_RSTAT_BATCH_MAX;
+	unsigned nr_items; /**< items per group: 1..TALLY_RSTAT_ITEMS_MAX */
+	/** per-CPU stats_updates batch: 1..TALLY_RSTAT_BATCH_MAX;
 	 * 0: TALLY_RSTAT_BATCH (64, MEMCG_CHARGE_BATCH) */
 	unsigned batch;
-	/* RCU flavor for deferred frees and read-side sections; NULL: the
+	/** RCU flavor for deferred frees and read-side sections; NULL: the
 	 * default (TALLY_URCU_DEFAULT_FLAVOR, urcu-memb). */
 	const struct rcu_flavor_struct *flavor;
-	/* Clock for the ratelimit, in ns, any origin, must not go backwards;
-	 * called with clock_arg. NULL: CLOCK_MONOTONIC. */
+	/** Clock for the ratelimit and the flusher: `uint64_t clock(void *arg)`
+	 * returns the time in ns (any origin, never going backwards), called
+	 * with clock_arg from any thread that flushes or updates the
+	 * ratelimit, so it must be thread-safe. NULL: CLOCK_MONOTONIC. */
 	uint64_t (*clock)(void *arg);
-	void *clock_arg;
-	/* Periodic flush period in clock units (ns): 1..TALLY_RSTAT_PERIOD_MAX;
+	void *clock_arg; /**< passed to clock */
+	/** Periodic flush period in clock units (ns): 1..TALLY_RSTAT_PERIOD_MAX;
 	 * 0: TALLY_RSTAT_PERIOD_NS (2 s, FLUSH_TIME). */
 	uint64_t period_ns;
+	/** NULL, or nr_items entries, each 0 (an event counter) or
+	 * TALLY_GROUP_ITEM_GAUGE. Copied. A reset leaves gauges alone. */
+	const unsigned char *item_flags;
 };
 
+/**
+ * TALLY_GROUP_ITEM_GAUGE - tally_tree_opts.item_flags: the item is a
+ * gauge, a level that goes up and down (bytes in use, open connections),
+ * not a count of events: tally_group_reset() leaves it alone, since a
+ * reset would make its level wrong. Without it an item is an event
+ * counter, which a reset starts from 0 again.
+ */
+#define TALLY_GROUP_ITEM_GAUGE 0x1u
+
+#include <tally/rstat/rcu.h>
 #include <tally/rstat/updated.h>
 #include <tally/rstat/threshold.h>
 #include <tally/rstat/flusher.h>
 #include <tally/rstat/flush.h>
 #include <tally/rstat/names.h>
 #include <tally/rstat/lifetime.h>
+#include <tally/rstat/reset.h>
 #undef TALLY__RSTAT_INSIDE
 
 /* ---- trees ---------------------------------------------------------------- */
 
-/*
+/**
  * tally_tree_create_opts - a tree with only its root group, all items 0.
  * Returns the tree, or NULL with errno EINVAL (NULL opts, nr_items, batch
- * or period out of range) or ENOMEM. Records the creation time as the last
- * root flush. With TALLY_RSTAT_MEMBARRIER 1 (config.h; default 0), the
- * first call in a process (per translation unit) asks the kernel for
- * membarrier() and registers the process for it (see Memory ordering
- * above); the tree keeps the answer. With the default, no system call:
+ * or period out of range, an unknown item flag) or ENOMEM. Records the
+ * creation time as the last root flush. With TALLY_RSTAT_MEMBARRIER 1
+ * (config.h; default 0), the first call in a process (per translation
+ * unit) asks the kernel for membarrier() and registers the process for it
+ * (see Memory ordering above); the tree keeps the answer. With the default, no system call:
  * updates and flushes pair full fences. Blocking; touches no other tree.
  */
 static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_opts *o)
 {
+	unsigned i;
 	if (tally__bad(!o || !o->nr_items || o->nr_items > TALLY_RSTAT_ITEMS_MAX ||
 		       o->batch > TALLY_RSTAT_BATCH_MAX || o->period_ns > TALLY_RSTAT_PERIOD_MAX)) {
 		errno = EINVAL;
 		return NULL;
 	}
+	for (i = 0; o->item_flags && i < o->nr_items; i++)
+		if (tally__bad(o->item_flags[i] & ~TALLY_GROUP_ITEM_GAUGE)) {
+			errno = EINVAL;
+			return NULL;
+		}
 	return tally__rstat_tree_create(o);
 }
 
-/* tally_tree_create - tally_tree_create_opts() with every default:
+/** tally_tree_create - tally_tree_create_opts() with every default:
  * batch 64, urcu-memb, CLOCK_MONOTONIC, period 2 s. NULL, errno. */
 static inline struct tally_tree *tally_tree_create(unsigned nr_items)
 {
@@ -363,7 +439,7 @@ static inline struct tally_tree *tally_tree_create(unsigned nr_items)
 	return tally_tree_create_opts(&o);
 }
 
-/* tally_tree_root - the root group (never destroyed but with the tree);
+/** tally_tree_root - the root group (never destroyed but with the tree);
  * NULL with errno EINVAL for a NULL tree. Wait-free. */
 TALLY__INLINE struct tally_group *tally_tree_root(struct tally_tree *t)
 {
@@ -374,28 +450,30 @@ TALLY__INLINE struct tally_group *tally_tree_root(struct tally_tree *t)
 	return t->tally__root;
 }
 
-/* tally_tree_flush_threshold - batch * ncpus: needs_flush(g) is true once
+/** tally_tree_flush_threshold - batch * ncpus: needs_flush(g) is true once
  * g's count exceeds it. 0 for NULL. */
 TALLY__INLINE uint64_t tally_tree_flush_threshold(const struct tally_tree *t)
 {
 	return t ? t->tally__thr.threshold : 0;
 }
 
-/* tally_tree_period_ns - the periodic flush period (clock units). 0 for
+/** tally_tree_period_ns - the periodic flush period (clock units). 0 for
  * NULL. */
 TALLY__INLINE uint64_t tally_tree_period_ns(const struct tally_tree *t)
 {
 	return t ? t->tally__clock.period_ns : 0;
 }
 
-/* tally_tree_group_bytes - the most memory one group of t takes: the
+/** tally_tree_group_bytes - the most memory one group of t takes: the
  * struct and 3 words per item (heap, rounded up to TALLY_CACHELINE), per
  * CPU slot a header and 2 words per item (rounded up to 16 bytes) in the
  * per-CPU arena for every possible CPU plus the shared slot, and its share
  * of the dirty bitmaps (a record per slot for 4096 groups, rounded up to a
  * byte). The arena's part is demand-zero: a slot no CPU updated the group
  * on costs nothing resident, so a group costs about the struct plus
- * (header + 16 bytes per item) per CPU that updated it. 0 for NULL. */
+ * (header + 16 bytes per item) per CPU that updated it. A group that has
+ * been reset also holds its baselines, 2 words per item (not counted
+ * here). 0 for NULL. */
 static inline size_t tally_tree_group_bytes(const struct tally_tree *t)
 {
 	size_t chunk, fixed;
@@ -411,7 +489,7 @@ static inline size_t tally_tree_group_bytes(const struct tally_tree *t)
 		       TALLY__RSTAT_BLOCK_IDS;
 }
 
-/* tally_tree_nr_groups - live groups, the root included; 0 for NULL.
+/** tally_tree_nr_groups - live groups, the root included; 0 for NULL.
  * Takes the flush lock. */
 static inline unsigned long tally_tree_nr_groups(struct tally_tree *t)
 {
@@ -424,21 +502,76 @@ static inline unsigned long tally_tree_nr_groups(struct tally_tree *t)
 	return n;
 }
 
-/* tally_tree_read_lock / _unlock - the tree's RCU flavor read-side section,
- * annotated for ThreadSanitizer. The thread must be registered with the
- * flavor. Groups reached inside stay allocated until the unlock. Nests.
- * NULL: no-op. */
+/**
+ * tally_tree_register_thread - register the calling thread with t's RCU
+ * flavor (flavor->register_thread(), e.g. urcu_memb_register_thread()), as
+ * every thread that destroys groups, walks children or uses a group
+ * another thread may destroy must be.
+ *
+ * @param t  the tree (its flavor; trees that share a flavor share the
+ *           registration: register once per flavor, not per tree)
+ * @return 0, or -EINVAL for a NULL t.
+ *
+ * Calling this rather than liburcu directly lets TALLY_DEBUG builds check
+ * the rules (tally/rstat/rcu.h): there, a broken rule aborts with the
+ * call named instead of becoming a use-after-free. With urcu-bp
+ * (registers by itself) it may be skipped. Pair it with
+ * tally_tree_unregister_thread() before the thread exits. Any thread;
+ * blocking (liburcu's registry lock).
+ */
+static inline int tally_tree_register_thread(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return -EINVAL;
+	t->tally__rcu.flavor->register_thread();
+	tally__rcu_note_register(1);
+	return 0;
+}
+
+/**
+ * tally_tree_unregister_thread - undo tally_tree_register_thread(t): the
+ * thread leaves t's flavor (flavor->unregister_thread()). Outside any
+ * read-side section. NULL: no-op. Blocking (liburcu's registry lock).
+ */
+static inline void tally_tree_unregister_thread(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return;
+	t->tally__rcu.flavor->unregister_thread();
+	tally__rcu_note_register(-1);
+}
+
+/**
+ * tally_tree_read_lock - enter a read-side section of t's RCU flavor,
+ * annotated for ThreadSanitizer. Groups reached inside stay allocated
+ * until the matching tally_tree_read_unlock(), destroyed or not. Nests.
+ *
+ * @param t  the tree; NULL: no-op
+ *
+ * The thread must be registered with the flavor (TALLY_DEBUG builds
+ * abort, naming this call, when it was not registered through
+ * tally_tree_register_thread(); urcu-bp needs no registration).
+ * Wait-free with urcu-memb where membarrier() exists (a few loads and
+ * stores), else a full fence.
+ */
 static inline void tally_tree_read_lock(struct tally_tree *t)
 {
 	if (tally__bad(!t))
 		return;
+	tally__rcu_need_registered(t, "tally_tree_read_lock");
 	t->tally__rcu.flavor->read_lock();
+	tally__rcu_note_lock(1);
 }
 
+/**
+ * tally_tree_read_unlock - leave the read-side section that the matching
+ * tally_tree_read_lock(t) entered. NULL: no-op. Wait-free.
+ */
 static inline void tally_tree_read_unlock(struct tally_tree *t)
 {
 	if (tally__bad(!t))
 		return;
+	tally__rcu_note_lock(-1);
 	/* Pairs with the acquire in tally__group_free_rcu(). */
 	tally__tsan_release(&t->tally__rcu.tsan_token);
 	t->tally__rcu.flavor->read_unlock();
@@ -446,7 +579,7 @@ static inline void tally_tree_read_unlock(struct tally_tree *t)
 
 /* ---- groups ----------------------------------------------------------------- */
 
-/*
+/**
  * tally_group_create - a new group under parent, all items 0.
  * Returns it, or NULL with errno EINVAL (NULL parent, parent destroyed),
  * E2BIG (parent at depth TALLY_RSTAT_DEPTH_MAX: the group would be
@@ -460,10 +593,10 @@ static inline struct tally_group *tally_group_create(struct tally_group *parent)
 		errno = EINVAL;
 		return NULL;
 	}
-	return tally__rstat_group_create(parent);
+	return tally__rstat_group_create(parent, NULL);
 }
 
-/*
+/**
  * tally_group_destroy - remove g (a group with no children) from its tree.
  * Everything g counted, flushed or not, is handed to its parent: the
  * parent's and its ancestors' hierarchical values include it after their
@@ -482,7 +615,115 @@ static inline int tally_group_destroy(struct tally_group *g)
 	return tally__rstat_group_destroy(g);
 }
 
-/* tally_group_parent - g's parent; NULL for the root (errno untouched),
+/**
+ * tally_group_destroy_subtree - destroy g and every group below it, in one
+ * call: children before parents, each as tally_group_destroy() does, all
+ * under one hold of the flush lock (no group can be created under the
+ * subtree meanwhile, and no flush sees it half gone).
+ *
+ * @param g  the top of the subtree (not the root: tally_tree_destroy())
+ * @return 0, -EINVAL (NULL g, the root, g already destroyed) or -ENOMEM
+ *         (nothing changed).
+ *
+ * Everything the subtree counted, flushed or not, is handed to g's parent
+ * exactly, as for tally_group_destroy() of each group in turn (updates
+ * racing with it: "Destroyed groups" above). Each group is freed by
+ * call_rcu() after a grace period. O(groups * slots * items).
+ * Blocking (the flush lock; no grace-period wait). The caller must be
+ * registered with the tree's RCU flavor (TALLY_DEBUG checks).
+ */
+static inline int tally_group_destroy_subtree(struct tally_group *g)
+{
+	if (tally__bad(!g))
+		return -EINVAL;
+	return tally__rstat_group_destroy_subtree(g);
+}
+
+/**
+ * tally_group_create_named - a new group under parent, all items 0, named
+ * name from the start: create and tally_group_set_name() in one call, so
+ * that no walker or exporter ever sees the group unnamed.
+ *
+ * @param parent  the parent group
+ * @param name    one path component, as tally_group_set_name() takes:
+ *                1..TALLY_GROUP_NAME_MAX bytes of valid UTF-8 without
+ *                '/'. Copied.
+ * @return the group, or NULL with errno EINVAL (NULL parent or name, a bad
+ *         name, parent destroyed), EEXIST (parent has a live child of that
+ *         name; a child named by tally_group_set_name() counts too), E2BIG
+ *         (parent at TALLY_RSTAT_DEPTH_MAX, as tally_group_create()) or
+ *         ENOMEM. Nothing changed on failure.
+ *
+ * Checked under the flush lock, so two threads that create one name under
+ * one parent at once get one group and one EEXIST (create-or-find:
+ * tally_group_find_child() after EEXIST, inside a read-side section if
+ * the group may be destroyed meanwhile). O(children of parent) for the
+ * check. Blocking (the flush lock). Any thread; under a parent another
+ * thread may destroy, inside tally_tree_read_lock().
+ */
+static inline struct tally_group *tally_group_create_named(struct tally_group *parent,
+							    const char *name)
+{
+	char *copy;
+	size_t len;
+	if (tally__bad(!parent || !name) || !tally__rstat_name_ok(name, &len)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	copy = (char *)malloc(len + 1);
+	if (!copy) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, name, len + 1);
+	return tally__rstat_group_create(parent, copy);
+}
+
+/**
+ * tally_group_find_child - parent's live child named name.
+ *
+ * @param parent  the parent group
+ * @param name    the name to look for (compared bytewise)
+ * @return the child, or NULL with errno EINVAL (NULL parent or name) or
+ *         ENOENT (no live child of that name; a destroyed parent has
+ *         none). With two children of one name (set by
+ *         tally_group_set_name(), which does not refuse), the one created
+ *         last.
+ *
+ * Walks parent's children inside a read-side section of the tree's flavor
+ * (the calling thread must be registered: TALLY_DEBUG checks). The group
+ * returned stays allocated only while the caller holds a read-side
+ * section of its own, if another thread may destroy it: call this inside
+ * tally_tree_read_lock() and use the result before the unlock. Children
+ * created or destroyed meanwhile may or may not be seen. O(children);
+ * lock-free.
+ */
+static inline struct tally_group *tally_group_find_child(struct tally_group *parent,
+							  const char *name)
+{
+	struct tally_group *c, *found = NULL;
+	if (tally__bad(!parent || !name)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	tally__rcu_need_registered(parent->tally__tree, "tally_group_find_child");
+	tally_tree_read_lock(parent->tally__tree);
+	/* Acquire: pairs with the release publish in tally_group_create(). */
+	for (c = tally__load_acq(&parent->tally__links.first_child); c;
+	     c = tally__load_acq(&c->tally__links.next_sibling)) {
+		const char *n = tally_group_name(c);
+		if (!tally__load(&c->tally__dead) && n && !strcmp(n, name)) {
+			found = c;
+			break;
+		}
+	}
+	tally_tree_read_unlock(parent->tally__tree);
+	if (!found)
+		errno = ENOENT;
+	return found;
+}
+
+/** tally_group_parent - g's parent; NULL for the root (errno untouched),
  * NULL with errno EINVAL for a NULL g. Wait-free. */
 TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g)
 {
@@ -493,7 +734,7 @@ TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g
 	return g->tally__links.parent;
 }
 
-/* tally_group_tree - the tree g belongs to; NULL with errno EINVAL for a
+/** tally_group_tree - the tree g belongs to; NULL with errno EINVAL for a
  * NULL g. Wait-free. */
 TALLY__INLINE struct tally_tree *tally_group_tree(const struct tally_group *g)
 {
@@ -504,7 +745,7 @@ TALLY__INLINE struct tally_tree *tally_group_tree(const struct tally_group *g)
 	return g->tally__tree;
 }
 
-/*
+/**
  * tally_group_for_each_child - call fn(child, arg) for each live child of
  * g, inside a read-side section of the tree's flavor (the calling thread
  * must be registered). Children created or destroyed meanwhile may or may
@@ -520,6 +761,7 @@ static inline int tally_group_for_each_child(struct tally_group *g,
 	int r = 0;
 	if (tally__bad(!g || !fn))
 		return -EINVAL;
+	tally__rcu_need_registered(g->tally__tree, "tally_group_for_each_child");
 	tally_tree_read_lock(g->tally__tree);
 	/* Acquire: pairs with the release publish in tally_group_create(). */
 	for (c = tally__load_acq(&g->tally__links.first_child); c;
@@ -534,7 +776,7 @@ static inline int tally_group_for_each_child(struct tally_group *g,
 	return r;
 }
 
-/*
+/**
  * tally_group_mod - add delta to item of g on this CPU.
  * Returns 0, or -EINVAL (NULL g, item out of range, g destroyed; nothing
  * changes). Any thread, beside every call but tally_tree_destroy (beside
@@ -543,7 +785,8 @@ static inline int tally_group_for_each_child(struct tally_group *g,
  * Ordering: a flush that starts after the call returns and covers g
  * reflects delta (see Memory ordering).
  */
-static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
+#if TALLY__API_BODY
+TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
 {
 	struct tally_tree *t;
 	uint64_t mag;
@@ -552,8 +795,10 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 #if TALLY__HAVE_RSEQ
 	int r;
 #endif
-	if (tally__bad(!g || item >= g->tally__nr_items || tally__load(&g->tally__dead)))
+	if (tally__bad(!g || item >= g->tally__nr_items))
 		return -EINVAL;
+	if (tally__unlikely(tally__load(&g->tally__dead)))
+		return tally__rcu_dead("tally_group_mod");
 	if (!delta)
 		return 0;
 	t = g->tally__tree;
@@ -590,8 +835,11 @@ static inline int tally_group_mod(struct tally_group *g, unsigned item, tally_sw
 	tally__rstat_count(t, g, s, mag, gen);
 	return 0;
 }
+#else
+int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta);
+#endif
 
-/* tally_group_needs_flush - g's threshold count exceeds batch * ncpus.
+/** tally_group_needs_flush - g's threshold count exceeds batch * ncpus.
  * false for NULL or a destroyed g. Wait-free. */
 TALLY__INLINE bool tally_group_needs_flush(const struct tally_group *g)
 {
@@ -600,7 +848,7 @@ TALLY__INLINE bool tally_group_needs_flush(const struct tally_group *g)
 	return tally__rstat_count_over(g);
 }
 
-/*
+/**
  * tally_group_flush - flush g's subtree if tally_group_needs_flush(g)
  * (mem_cgroup_flush_stats()). A NULL or destroyed g sets errno EINVAL and
  * does nothing. Blocking (the tree's flush lock) when it flushes.
@@ -612,14 +860,14 @@ static inline void tally_group_flush(struct tally_group *g)
 		return;
 	}
 	if (tally__load(&g->tally__dead)) {
-		errno = EINVAL;
+		errno = -tally__rcu_dead("tally_group_flush");
 		return;
 	}
 	if (tally_group_needs_flush(g))
 		tally__rstat_flush(g);
 }
 
-/* tally_group_flush_force - flush g's subtree whatever its count
+/** tally_group_flush_force - flush g's subtree whatever its count
  * (do_flush_stats()). NULL or destroyed g: errno EINVAL, nothing done. */
 static inline void tally_group_flush_force(struct tally_group *g)
 {
@@ -627,10 +875,14 @@ static inline void tally_group_flush_force(struct tally_group *g)
 		errno = EINVAL;
 		return;
 	}
+	if (tally__load(&g->tally__dead)) {
+		errno = -tally__rcu_dead("tally_group_flush_force");
+		return;
+	}
 	tally__rstat_flush(g);
 }
 
-/*
+/**
  * tally_group_flush_ratelimited - tally_group_flush(g), but only when the
  * root was last flushed more than 2 periods ago (time_after(now, last +
  * 2 * period): the periodic flusher is a full period late). NULL g: errno
@@ -646,7 +898,7 @@ static inline void tally_group_flush_ratelimited(struct tally_group *g)
 		tally_group_flush(g);
 }
 
-/* tally_tree_flush_periodic - a forced flush of the root (the periodic
+/** tally_tree_flush_periodic - a forced flush of the root (the periodic
  * work item, flush_memcg_stats_dwork()); call it every
  * tally_tree_period_ns(t). NULL: errno EINVAL. Blocking. */
 static inline void tally_tree_flush_periodic(struct tally_tree *t)
@@ -658,47 +910,114 @@ static inline void tally_tree_flush_periodic(struct tally_tree *t)
 	tally__rstat_flush(t->tally__root);
 }
 
-/*
+/**
+ * tally_group_reset - start the since-reset values of g and of every group
+ * below it from 0, with one cut, as tally_vec_reset() does for a vector.
+ *
+ * @param g  the top of the subtree (the root: the whole tree)
+ * @return 0, -EINVAL (NULL g, g destroyed) or -ENOMEM (nothing changed).
+ *
+ * Under the flush lock: a flush of g's subtree, then every group's
+ * hierarchical and local values become its baselines, which
+ * tally_group_read(), read_positive() and read_local() subtract. Items
+ * flagged TALLY_GROUP_ITEM_GAUGE (tally_tree_opts.item_flags) are left
+ * alone. The raw values (tally_group_read_monotonic(), exporters' deltas)
+ * never move, and the ancestors of g keep theirs: what the subtree counted
+ * before the reset stays counted above it.
+ *
+ * Contract, with X the set of updates in the cut: X includes every update
+ * completed before the call and none that started after it returned (the
+ * flush's ordering, rstat.h's Memory ordering). An update racing with the
+ * reset is either in X (in the baseline) or, once a later flush covers
+ * it, in every later since-reset value: never lost, never counted twice.
+ * So at any quiescent point, after a flush, baseline + since-reset value
+ * = raw value for every group and item, and the values of the subtree's
+ * groups agree with each other as they did (a parent's since-reset value
+ * is its local's plus its children's). A reader racing with the reset
+ * sees, per item, the value from before it or one since it, never a mix
+ * (a growing item's since-reset value is never negative).
+ * Any thread, beside every call but tally_tree_destroy(); on a group
+ * another thread may destroy, inside tally_tree_read_lock(). Blocking
+ * (the flush lock). Allocates a group's baselines (2 words per item) at
+ * its first reset.
+ */
+static inline int tally_group_reset(struct tally_group *g)
+{
+	if (tally__bad(!g))
+		return -EINVAL;
+	return tally__rstat_reset(g);
+}
+
+/**
+ * tally_tree_reset - tally_group_reset() of t's root: the whole tree.
+ * @return 0, -EINVAL (NULL t) or -ENOMEM (nothing changed).
+ */
+static inline int tally_tree_reset(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return -EINVAL;
+	return tally__rstat_reset(t->tally__root);
+}
+
+/**
  * Readers: the values as of the last flush that covered g. O(1), relaxed
  * loads, never blocked by a flush; any thread. A NULL g or an item out of
  * range reads 0.
- *   tally_group_read           hierarchical, signed
- *   tally_group_read_positive  hierarchical, negative as 0 (for gauges)
- *   tally_group_read_monotonic hierarchical raw word + TALLY_MONOTONIC_BIAS
+ *   tally_group_read           hierarchical since g's last reset, signed
+ *   tally_group_read_positive  hierarchical since g's last reset, negative
+ *                              as 0 (for gauges)
+ *   tally_group_read_monotonic hierarchical raw word + TALLY_MONOTONIC_BIAS,
+ *                              never moved by a reset
  *                              (lruvec_page_state_monotonic(): for event
  *                              counters sampled and subtracted with
  *                              tally_delta(), right across a wrap)
- *   tally_group_read_local     g alone, signed
+ *   tally_group_read_local     g alone since its last reset, signed
+ * Without a reset "since the last reset" is "ever". A reader racing with
+ * a reset of g sees, per item, the value before it or one since it
+ * (tally_group_reset()).
  */
 TALLY__INLINE tally_sword tally_group_read(const struct tally_group *g, unsigned item)
 {
+	tally_uword base;
 	if (tally__bad(!g || item >= g->tally__nr_items))
 		return 0;
-	return tally__to_signed(tally__load(&g->tally__state[item]));
+	tally__rcu_check_alive(g, "tally_group_read");
+	base = tally__rstat_baseline(g, item);
+	return tally__to_signed(tally__load(&g->tally__state[item]) - base);
 }
 
+/** tally_group_read_positive - tally_group_read(), negative values as 0. */
 TALLY__INLINE tally_uword tally_group_read_positive(const struct tally_group *g, unsigned item)
 {
 	return tally_clamp(tally_group_read(g, item));
 }
 
+/** tally_group_read_monotonic - the raw unsigned value plus
+ * TALLY_MONOTONIC_BIAS, for event counters sampled and subtracted with
+ * tally_delta() (see tally_group_read). */
 TALLY__INLINE tally_uword tally_group_read_monotonic(const struct tally_group *g, unsigned item)
 {
 	if (tally__bad(!g || item >= g->tally__nr_items))
 		return 0;
+	tally__rcu_check_alive(g, "tally_group_read_monotonic");
 	return (tally_uword)(tally__load(&g->tally__state[item]) + TALLY_MONOTONIC_BIAS);
 }
 
+/** tally_group_read_local - g's own value, without its descendants, signed
+ * (see tally_group_read). */
 TALLY__INLINE tally_sword tally_group_read_local(const struct tally_group *g, unsigned item)
 {
+	tally_uword base;
 	if (tally__bad(!g || item >= g->tally__nr_items))
 		return 0;
-	return tally__to_signed(tally__load(&g->tally__local[item]));
+	tally__rcu_check_alive(g, "tally_group_read_local");
+	base = tally__rstat_baseline(g, g->tally__nr_items + item);
+	return tally__to_signed(tally__load(&g->tally__local[item]) - base);
 }
 
 /* ---- the periodic flusher thread ---------------------------------------- */
 
-/*
+/**
  * tally_tree_start_flusher - start a thread that runs
  * tally_tree_flush_periodic(t) every period_ns of real time (0: the tree's
  * period). Returns 0, -EINVAL (NULL t, period > TALLY_RSTAT_PERIOD_MAX),
@@ -712,7 +1031,7 @@ static inline int tally_tree_start_flusher(struct tally_tree *t, uint64_t period
 	return tally__rstat_flusher_start(t, period_ns ? period_ns : t->tally__clock.period_ns);
 }
 
-/* tally_tree_stop_flusher - stop the flusher thread and wait for it (a
+/** tally_tree_stop_flusher - stop the flusher thread and wait for it (a
  * flush in progress completes). Any number of threads may call it at once:
  * each returns once the thread has been joined. No-op if none runs or t is
  * NULL. Not from the flusher thread itself. Blocking. */
@@ -723,7 +1042,7 @@ static inline void tally_tree_stop_flusher(struct tally_tree *t)
 	tally__rstat_flusher_stop(t);
 }
 
-/*
+/**
  * tally_tree_destroy - stop the flusher, wait for the deferred frees of
  * destroyed groups (their grace periods), free every group and t. NULL is
  * a no-op. Nothing else may use t or its groups beside or after it. Not

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/utf8.h - a UTF-8 check shared by the headers that take names
  * (export.h for help texts and group names, rstat.h for group names).
  * Private: tally__ names only; needs nothing but the C library.

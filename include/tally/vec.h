@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/vec.h - tally_vec: an N-item stat vector with per-CPU diffs folded
  * into per-item globals past a threshold (kernel mm/vmstat.c), plus what
  * programs need around it: per-item thresholds, an exact-only mode, reset,
@@ -14,9 +15,12 @@
  *   tally_vec_sum(&v, ITEM);            // the same, unsigned: event counters
  *   tally_vec_destroy(&v);
  *
- *   // Byte counters, names, multi-item updates:
+ *   // Byte counters, names, gauges, multi-item updates:
  *   static const int thr[NR] = {[BYTES_READ] = 800000, [CURR_BYTES] = TALLY_VEC_EXACT};
- *   struct tally_vec_opts o = {NR, 0, thr, TALLY_VEC_MULTI, names};
+ *   static const unsigned char fl[NR] = {[CURR_BYTES] = TALLY_VEC_ITEM_GAUGE};
+ *   struct tally_vec_opts o = {.nr_items = NR, .thresholds = thr,
+ *                              .flags = TALLY_VEC_MULTI, .names = names,
+ *                              .item_flags = fl};
  *   tally_vec_init_opts(&v, &o);
  *   struct tally_vec_delta hit[2] = {{CMD_GET, 1}, {GET_HITS, 1}};
  *   tally_vec_mod_multi(&v, hit, 2);    // a snapshot sees both or neither
@@ -33,7 +37,8 @@
  * As in tally_counter, per CPU and item a never-reset word w and a base
  * (diff = w - base); a fold (tally__pcpu_fold) moves diff into the global
  * and advances the base by CAS, so the exact value (the sum of every w)
- * never depends on folds. With TALLY_VEC_MULTI each CPU and item also has
+ * never depends on folds. With TALLY_VEC_MULTI (every item) or
+ * TALLY_VEC_ITEM_MULTI (that item) each CPU and such an item also has
  * two bank words bank[0], bank[1] that multi-item updates add to (through
  * the same per-CPU add as single updates), each with its own base, folded
  * past the item's threshold as mod folds; the CPU's value of the item is
@@ -55,7 +60,9 @@
  *   raw:          everything ever added, modulo 2^W; never moved by a
  *                 reset (read_monotonic, snapshot). For deltas, exporters.
  *   since reset:  raw minus the item's reset baseline (read, read_exact,
- *                 sum, snapshot_since_reset). Without a reset, the same.
+ *                 sum, snapshot_since_reset, snapshot_signed). Without a
+ *                 reset, the same; for a gauge (TALLY_VEC_ITEM_GAUGE),
+ *                 which no reset moves, always the same.
  *
  * This header holds the structures and the public calls with their
  * contracts. The machinery sits beside it (each refuses to be included on
@@ -81,23 +88,50 @@
 extern "C" {
 #endif
 
-/* Largest threshold accepted; items per vector. */
+/**@{*/
+/** Largest threshold accepted. */
 #define TALLY_VEC_THRESHOLD_MAX (1 << 20)
+/** Most items per vector. */
 #define TALLY_VEC_ITEMS_MAX (1u << 16)
+/**@}*/
 
-/* A per-item threshold (tally_vec_opts.thresholds) meaning: never fold. */
+/** A per-item threshold (tally_vec_opts.thresholds) meaning: never fold. */
 #define TALLY_VEC_EXACT (-1)
 
 /* tally_vec_opts.flags */
-/* No item folds (as if every threshold were TALLY_VEC_EXACT). */
+/** No item folds (as if every threshold were TALLY_VEC_EXACT). */
 #define TALLY_VEC_EXACT_ONLY 0x1u
-/* Multi-item updates (tally_vec_mod_multi) and snapshots that see each
- * one whole: four more words per CPU and item; the O(1) readers' bound
- * triples (see the top of this file). */
+/** Multi-item updates (tally_vec_mod_multi) and snapshots that see each
+ * one whole, for every item (as if each had TALLY_VEC_ITEM_MULTI): four
+ * more words per CPU and item, two per CPU for the vector; the O(1)
+ * readers' bound triples (see the top of this file). */
 #define TALLY_VEC_MULTI 0x2u
 #define TALLY__VEC_FLAGS (TALLY_VEC_EXACT_ONLY | TALLY_VEC_MULTI)
 
-/*
+/** @name Per-item flags (tally_vec_opts.item_flags)
+ * @{ */
+/**
+ * The item is a gauge (a level that goes up and down: open connections,
+ * bytes in use), not an event counter. tally_vec_reset() leaves it alone,
+ * so every since-reset reader gives its current value, and exporters
+ * render it as a gauge (the signed value). Without it an item is an event
+ * counter.
+ */
+#define TALLY_VEC_ITEM_GAUGE 0x1u
+/** Exporters leave the item out; it counts, and every reader reads it. */
+#define TALLY_VEC_ITEM_HIDDEN 0x2u
+/**
+ * The item takes part in multi-item updates (tally_vec_mod_multi): it
+ * alone gets the two banks, four more words per CPU slot (plus two per
+ * slot for the vector, once), and its O(1) readers' bound is 3 *
+ * threshold per CPU slot. Items without it cost two words per CPU slot
+ * and keep the bound of one threshold. (TALLY_VEC_MULTI: every item.)
+ */
+#define TALLY_VEC_ITEM_MULTI 0x4u
+/** @} */
+#define TALLY__VEC_ITEM_FLAGS (TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN | TALLY_VEC_ITEM_MULTI)
+
+/**
  * struct tally_vec_opts - everything tally_vec_init_opts() takes.
  * nr_items:   1..TALLY_VEC_ITEMS_MAX.
  * threshold:  0..TALLY_VEC_THRESHOLD_MAX, the items' default threshold
@@ -109,32 +143,48 @@ extern "C" {
  *             thresholds NULL), TALLY_VEC_MULTI.
  * names:      NULL, or nr_items entries, each a string or NULL (unnamed).
  *             Copied: the caller's strings may go away after init. Not
- *             validated here (any bytes but NUL); exporters check them.
+ *             validated here (any bytes but NUL); exporters check them
+ *             (an exporter reads "family{label=\"value\"}" as a series
+ *             of family with that label: tally/export.h).
+ * item_flags: NULL (every item an event counter), or nr_items entries,
+ *             each 0 or TALLY_VEC_ITEM_GAUGE, TALLY_VEC_ITEM_HIDDEN and
+ *             TALLY_VEC_ITEM_MULTI OR'd; any other bit is -EINVAL. Copied.
+ * Members added later go at the end: an initialiser that names the
+ * first ones leaves the rest 0 (NULL).
  */
 struct tally_vec_opts {
-	unsigned nr_items;
-	int threshold;
-	const int *thresholds;
-	unsigned flags;
-	const char *const *names;
+	unsigned nr_items;          /**< 1..TALLY_VEC_ITEMS_MAX */
+	int threshold;              /**< the items' default; 0: vmstat's */
+	const int *thresholds;      /**< NULL, or one per item (see above) */
+	unsigned flags;             /**< TALLY_VEC_EXACT_ONLY, TALLY_VEC_MULTI */
+	const char *const *names;   /**< NULL, or one per item, copied */
+	const unsigned char *item_flags; /**< NULL, or one per item: TALLY_VEC_ITEM_* */
 };
 
-/* One item's part of a multi-item update (tally_vec_mod_multi). */
+/** One item's part of a multi-item update (tally_vec_mod_multi). */
 struct tally_vec_delta {
-	unsigned item;
-	tally_sword delta;
+	unsigned item;     /**< the item, below the vector's nr_items */
+	tally_sword delta; /**< added to it (any sign) */
 };
 
+/** An N-item statistics vector (vmstat's per-CPU diffs and
+ * thresholds): see the top of this file. Opaque: set up with
+ * tally_vec_init() or tally_vec_init_opts(), then only the tally_vec_*
+ * calls. */
 struct tally_vec {
 	/* private: use the tally_vec_* calls */
 	tally_uword *tally__global;     /* per item: everything folded */
 	tally_uword *tally__baseline;   /* per item: reset baseline (raw) */
 	tally_uword *tally__reset_cut;  /* per item: reset's cut, under the lock */
 	int *tally__item_threshold;     /* per item: threshold, or TALLY_VEC_EXACT */
+	unsigned char *tally__item_flags; /* per item: TALLY_VEC_ITEM_* */
+	unsigned *tally__bank_of;       /* per item: its banks' index, or ~0u (none) */
+	unsigned tally__nr_banked;      /* items with banks */
+	size_t tally__banks_off;        /* bytes: the banks in a CPU's chunk */
 	char **tally__names;            /* NULL, or per item: a copy or NULL */
 	unsigned tally__nr_items;
 	int tally__threshold;           /* the items' default */
-	unsigned tally__flags;
+	unsigned tally__flags;          /* TALLY_VEC_MULTI: some item has banks */
 	unsigned tally__active_bank;    /* MULTI: the bank updates add to */
 	size_t tally__item_stride;      /* bytes per item in a CPU's chunk */
 	pthread_mutex_t tally__lock;    /* snapshots of MULTI vecs, resets */
@@ -150,7 +200,7 @@ struct tally_vec {
 
 /* ---- setting up ---------------------------------------------------------- */
 
-/*
+/**
  * tally_vec_default_threshold - calculate_normal_threshold():
  * min(125, 2 * fls(cpus) * (1 + fls(memory in 128 MiB units))), with
  * TALLY_VEC_MAX_THRESHOLD (config.h) for 125; memory the OS cannot tell
@@ -161,7 +211,7 @@ static inline int tally_vec_default_threshold(void)
 	return tally__vec_calc_threshold();
 }
 
-/*
+/**
  * tally_vec_init_opts - set v up as o says, every item 0.
  * Returns 0, -EINVAL (o invalid, see struct tally_vec_opts; v untouched)
  * or -ENOMEM (v untouched). Not concurrent with any other call on v.
@@ -173,7 +223,7 @@ static inline int tally_vec_init_opts(struct tally_vec *v, const struct tally_ve
 	return tally__vec_setup(v, o);
 }
 
-/*
+/**
  * tally_vec_init - set v up with nr_items items, all 0, every item with
  * the same threshold and no names (tally_vec_init_opts with only these).
  * nr_items: 1..TALLY_VEC_ITEMS_MAX. threshold: 1..TALLY_VEC_THRESHOLD_MAX,
@@ -183,11 +233,11 @@ static inline int tally_vec_init_opts(struct tally_vec *v, const struct tally_ve
  */
 static inline int tally_vec_init(struct tally_vec *v, unsigned nr_items, int threshold)
 {
-	struct tally_vec_opts o = {nr_items, threshold, NULL, 0, NULL};
+	struct tally_vec_opts o = {nr_items, threshold, NULL, 0, NULL, NULL};
 	return tally_vec_init_opts(v, &o);
 }
 
-/* tally_vec_destroy - free v. NULL (or a destroyed v) is a no-op. Not
+/** tally_vec_destroy - free v. NULL (or a destroyed v) is a no-op. Not
  * concurrent with any other call on v. */
 static inline void tally_vec_destroy(struct tally_vec *v)
 {
@@ -198,14 +248,14 @@ static inline void tally_vec_destroy(struct tally_vec *v)
 
 /* ---- properties ---------------------------------------------------------- */
 
-/* tally_vec_threshold - the items' default threshold (TALLY_VEC_EXACT for
+/** tally_vec_threshold - the items' default threshold (TALLY_VEC_EXACT for
  * an exact-only vec). NULL v: 0. */
 TALLY__INLINE int tally_vec_threshold(const struct tally_vec *v)
 {
 	return v ? v->tally__threshold : 0;
 }
 
-/* tally_vec_item_threshold - item's threshold, or TALLY_VEC_EXACT when it
+/** tally_vec_item_threshold - item's threshold, or TALLY_VEC_EXACT when it
  * never folds. Bad v or item: 0. */
 TALLY__INLINE int tally_vec_item_threshold(const struct tally_vec *v, unsigned item)
 {
@@ -214,16 +264,17 @@ TALLY__INLINE int tally_vec_item_threshold(const struct tally_vec *v, unsigned i
 	return v->tally__item_threshold[item];
 }
 
-/* tally_vec_nr_items - the number of items. NULL v: 0. */
+/** tally_vec_nr_items - the number of items. NULL v: 0. */
 TALLY__INLINE unsigned tally_vec_nr_items(const struct tally_vec *v)
 {
 	return v ? v->tally__nr_items : 0;
 }
 
-/*
- * tally_vec_item_name - item's name (v's own copy, valid until destroy),
- * or NULL when v has no names, the item is unnamed or out of range.
- * Any thread, beside any call but init/destroy.
+/**
+ * tally_vec_item_name - item's name (v's own copy, valid until destroy or
+ * the item's rename), or NULL when the item is unnamed or out of range.
+ * Any thread, beside any call but init/destroy and
+ * tally_vec_set_item_name() of the same item.
  */
 TALLY__INLINE const char *tally_vec_item_name(const struct tally_vec *v, unsigned item)
 {
@@ -232,9 +283,51 @@ TALLY__INLINE const char *tally_vec_item_name(const struct tally_vec *v, unsigne
 	return v->tally__names[item];
 }
 
+/**
+ * tally_vec_item_flags - item's flags (tally_vec_opts.item_flags):
+ * TALLY_VEC_ITEM_GAUGE and TALLY_VEC_ITEM_HIDDEN OR'd.
+ * @return the flags; 0 (an event counter, exported) for a bad v or item.
+ * Any thread, beside any call but init/destroy. Pure read.
+ */
+TALLY__INLINE unsigned tally_vec_item_flags(const struct tally_vec *v, unsigned item)
+{
+	if (tally__bad(!v || item >= v->tally__nr_items))
+		return 0;
+	return v->tally__item_flags[item];
+}
+
+/**
+ * tally_vec_set_item_name - give item a new name (a copy of name; NULL:
+ * unnamed), leaving every other item's name as it was.
+ * @return 0; -EINVAL (NULL v, item out of range: nothing changed);
+ *         -ENOMEM (the old name kept).
+ * Not beside tally_vec_item_name() of the same item, nor beside an
+ * exporter registering v (tally_export_add_vec() copies the names it
+ * exports, so rename before registering): the old name is freed here.
+ * Beside updates, readers, snapshots and other items' names and renames
+ * of v: any thread (each item's name is its own allocation). Blocking
+ * (malloc and free).
+ */
+static inline int tally_vec_set_item_name(struct tally_vec *v, unsigned item, const char *name)
+{
+	char *d;
+	if (tally__bad(!v || item >= v->tally__nr_items))
+		return -EINVAL;
+	if (tally__vec_dup_name(name, &d))
+		return -ENOMEM;
+	free(v->tally__names[item]);
+	v->tally__names[item] = d;
+	return 0;
+}
+
 /* ---- updates ------------------------------------------------------------- */
 
 /*
+ * The update calls below are inlined at every call site unless config.h's
+ * TALLY_INLINE / TALLY_EXTERN say otherwise (tally/arch.h, TALLY__API).
+ */
+#if TALLY__API_BODY
+/**
  * tally_vec_mod - add d (any sign) to item (mod_node_page_state()).
  * Returns 0, or -EINVAL for a NULL v or item out of range (nothing
  * changed). Any thread, beside every call but init/destroy. Wait-free on
@@ -245,31 +338,32 @@ TALLY__INLINE const char *tally_vec_item_name(const struct tally_vec *v, unsigne
  * the item's global, a fence); never a fold for an item with threshold
  * TALLY_VEC_EXACT. Relaxed.
  */
-TALLY__INLINE int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d)
+TALLY__API int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d)
 {
 	return tally__vec_add(v, item, d, TALLY__FOLD_PAST);
 }
 
-/* tally_vec_inc - add 1 with overstep (inc_node_state()); as tally_vec_mod. */
-TALLY__INLINE int tally_vec_inc(struct tally_vec *v, unsigned item)
+/** tally_vec_inc - add 1 with overstep (inc_node_state()); as tally_vec_mod. */
+TALLY__API int tally_vec_inc(struct tally_vec *v, unsigned item)
 {
 	return tally__vec_add(v, item, 1, TALLY__FOLD_UP);
 }
 
-/* tally_vec_dec - subtract 1 with overstep (dec_node_state()); as mod. */
-TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
+/** tally_vec_dec - subtract 1 with overstep (dec_node_state()); as mod. */
+TALLY__API int tally_vec_dec(struct tally_vec *v, unsigned item)
 {
 	return tally__vec_add(v, item, -1, TALLY__FOLD_DOWN);
 }
 
-/*
+/**
  * tally_vec_mod_multi - add d[i].delta to item d[i].item for i < n, as one
  * update: a snapshot (tally_vec_snapshot*, tally_vec_reset) includes all
  * of it or none of it. For counters that must agree, e.g. cmd_get and
  * get_hits + get_misses. Items may repeat; n = 0 does nothing.
- * Needs TALLY_VEC_MULTI. Returns 0, or -EINVAL (NULL v, a vec without
- * TALLY_VEC_MULTI, d NULL with n > 0, n > TALLY_VEC_ITEMS_MAX, an item out
- * of range: nothing changed).
+ * Every item must take part (TALLY_VEC_MULTI, or its
+ * TALLY_VEC_ITEM_MULTI). Returns 0, or -EINVAL (NULL v, d NULL with n > 0,
+ * n > TALLY_VEC_ITEMS_MAX, an item out of range or without banks: nothing
+ * changed).
  * Any thread, beside every call but init/destroy. Lock-free: n per-CPU
  * adds to bank words (as tally_vec_mod's: rseq where available), each
  * with the bank word's fold check (as tally_vec_mod), bracketed by an
@@ -278,24 +372,31 @@ TALLY__INLINE int tally_vec_dec(struct tally_vec *v, unsigned item)
  * reading the active bank and announcing itself (tally/vec/banks.h).
  * Other readers (read_exact, sum) see each item's part on its own.
  */
-static inline int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d,
-				      unsigned n)
+TALLY__API int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d,
+				  unsigned n)
 {
 	unsigned i;
 	if (tally__bad(!v || !(v->tally__flags & TALLY_VEC_MULTI) || (n && !d) ||
 		       n > TALLY_VEC_ITEMS_MAX))
 		return -EINVAL;
 	for (i = 0; i < n; i++)
-		if (tally__bad(d[i].item >= v->tally__nr_items))
+		if (tally__bad(d[i].item >= v->tally__nr_items ||
+			       !tally__vec_has_banks(v, d[i].item)))
 			return -EINVAL;
 	if (n)
 		tally__vec_add_multi(v, d, n);
 	return 0;
 }
+#else
+int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d);
+int tally_vec_inc(struct tally_vec *v, unsigned item);
+int tally_vec_dec(struct tally_vec *v, unsigned item);
+int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d, unsigned n);
+#endif
 
 /* ---- readers ------------------------------------------------------------- */
 
-/*
+/**
  * tally_vec_read_monotonic - the raw global of item as unsigned, never
  * clamped and never moved by a reset (node_page_state_monotonic()), plus
  * TALLY_MONOTONIC_BIAS. For event counters: subtract two samples with
@@ -315,7 +416,7 @@ TALLY__INLINE tally_uword tally_vec_read_monotonic(const struct tally_vec *v, un
 	return tally__load(&v->tally__global[item]) + TALLY_MONOTONIC_BIAS;
 }
 
-/*
+/**
  * tally_vec_read_exact - the exact value of item since its last reset:
  * every completed mod, folded or not (the sum of every CPU's never-reset
  * words, minus the reset baseline). O(CPUs), wait-free, any thread; with
@@ -331,7 +432,7 @@ static inline tally_sword tally_vec_read_exact(const struct tally_vec *v, unsign
 	return tally__to_signed(tally__vec_raw(v, item) - base);
 }
 
-/*
+/**
  * tally_vec_sum - the exact value of item since its last reset, unsigned
  * modulo 2^W: (tally_uword)tally_vec_read_exact(). The reader for event
  * counters (no cast, no clamping: a count past TALLY_SWORD_MAX stays
@@ -346,7 +447,7 @@ static inline tally_uword tally_vec_sum(const struct tally_vec *v, unsigned item
 	return tally__vec_raw(v, item) - base;
 }
 
-/*
+/**
  * tally_vec_read - the global of item since its last reset, negative as 0
  * (node_page_state()). For gauges. Same bound and contract as
  * tally_vec_read_monotonic (right after a reset of a growing item it may
@@ -366,7 +467,7 @@ TALLY__INLINE tally_uword tally_vec_read(const struct tally_vec *v, unsigned ite
 
 /* ---- snapshots and resets ------------------------------------------------ */
 
-/*
+/**
  * tally_vec_snapshot - every item's raw exact value: out[i] = everything
  * ever added to item i, modulo 2^W, never moved by a reset and without
  * TALLY_MONOTONIC_BIAS (the value tally_vec_sum would give with no reset).
@@ -401,10 +502,11 @@ static inline int tally_vec_snapshot(const struct tally_vec *v, tally_uword *out
 	return 0;
 }
 
-/*
+/**
  * tally_vec_snapshot_since_reset - as tally_vec_snapshot, but every value
  * since its item's last reset (out[i] as tally_vec_sum(v, i) would give at
- * one instant): what a "stats" command shows after "stats reset". Under
+ * one instant; a gauge's current value): what a "stats" command shows
+ * after "stats reset". Under
  * v's lock, so it sees a tally_vec_reset() whole or not at all. Same
  * contract and errors as tally_vec_snapshot (blocking: takes v's lock).
  */
@@ -422,11 +524,12 @@ static inline int tally_vec_snapshot_since_reset(const struct tally_vec *v, tall
 	return 0;
 }
 
-/*
+/**
  * tally_vec_reset - start every item's since-reset value from 0: take a
  * cut as tally_vec_snapshot does and make it the items' baselines, which
  * the since-reset readers subtract. Raw readers (read_monotonic, snapshot)
  * are not moved. Returns 0, or -EINVAL for a NULL v.
+	const unsigned char *item_flags; /**< NULL, or one per item: TALLY_VEC_ITEM_* */
  *
  * Contract, with X the set of updates in the cut: X includes every update
  * completed before the call, none that started after it returned, and
@@ -454,22 +557,26 @@ static inline int tally_vec_reset(struct tally_vec *v)
 	tally__vec_lock(v);
 	tally__vec_cut(v, v->tally__reset_cut);
 	for (i = 0; i < v->tally__nr_items; i++)
-		tally__vec_set_baseline(v, i, v->tally__reset_cut[i]);
+		if (!(v->tally__item_flags[i] & TALLY_VEC_ITEM_GAUGE))
+			tally__vec_set_baseline(v, i, v->tally__reset_cut[i]);
 	tally__vec_unlock(v);
 	return 0;
 }
 
-/*
+/**
  * tally_vec_reset_item - reset one item: as tally_vec_reset, for item
  * alone (its cut is that item's exact sum at the call; a multi-item
  * update racing with it may be in this item's baseline and not in
  * another item's: use tally_vec_reset for items that must agree).
- * Returns 0, or -EINVAL (NULL v, item out of range: nothing changed).
- * Blocking (v's lock); any thread, beside every call but init/destroy.
+ * Returns 0, or -EINVAL (NULL v, item out of range, item a gauge
+ * (TALLY_VEC_ITEM_GAUGE: a reset would make its level wrong): nothing
+ * changed). Blocking (v's lock); any thread, beside every call but
+ * init/destroy.
  */
 static inline int tally_vec_reset_item(struct tally_vec *v, unsigned item)
 {
-	if (tally__bad(!v || item >= v->tally__nr_items))
+	if (tally__bad(!v || item >= v->tally__nr_items ||
+		       (v->tally__item_flags[item] & TALLY_VEC_ITEM_GAUGE)))
 		return -EINVAL;
 	tally__vec_lock(v);
 	tally__vec_set_baseline(v, item, tally__vec_raw(v, item));
@@ -479,7 +586,7 @@ static inline int tally_vec_reset_item(struct tally_vec *v, unsigned item)
 
 /* ---- folding ------------------------------------------------------------- */
 
-/*
+/**
  * tally_vec_fold - fold every CPU's diffs into the globals
  * (refresh_cpu_vm_stats()): afterwards read == exact while updates are
  * quiescent. Items with threshold TALLY_VEC_EXACT are left alone (their

@@ -56,13 +56,14 @@ while IFS= read -r h; do
 done < <(cd "$src/include" && find tally -name '*.h')
 for f in share/cmake/tally/tallyConfig.cmake share/cmake/tally/tallyConfigVersion.cmake \
 	share/cmake/tally/tallyTargets.cmake share/cmake/tally/tallyRstatTargets.cmake \
-	share/pkgconfig/tally.pc share/pkgconfig/tally-rstat.pc; do
+	share/cmake/tally/tallyRstatBpTargets.cmake \
+	share/pkgconfig/tally.pc share/pkgconfig/tally-rstat.pc share/pkgconfig/tally-rstat-bp.pc; do
 	[ -f "$prefix/$f" ] || fail "$f not installed"
 done
 # Nothing but the package: no tests, examples or build files.
 extra=$(cd "$prefix" && find . -type f ! -path './include/tally/*.h' \
 	! -path './share/cmake/tally/*.cmake' ! -path './share/pkgconfig/tally.pc' \
-	! -path './share/pkgconfig/tally-rstat.pc')
+	! -path './share/pkgconfig/tally-rstat.pc' ! -path './share/pkgconfig/tally-rstat-bp.pc')
 [ -z "$extra" ] || fail "unexpected installed files: $extra"
 
 # ---- (b) find_package -------------------------------------------------------
@@ -118,6 +119,11 @@ incdir=$(pkg-config --variable=includedir tally)
 	-o "$work/consumer_pc_cxx"
 "$work/consumer_pc_c"
 "$work/consumer_pc_cxx"
+# The hierarchy with urcu-bp through tally-rstat-bp: no thread registers.
+"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror "$here/src/consumer_rstat_bp.c" \
+	$(pkg-config --cflags --libs tally-rstat-bp) -o "$work/consumer_pc_rstat_bp"
+"$work/consumer_pc_rstat_bp"
+
 # The hierarchy through tally-rstat (tally plus liburcu-memb).
 [ "$(pkg-config --modversion tally-rstat)" = "$version" ] || fail "tally-rstat version"
 # shellcheck disable=SC2086

@@ -7,8 +7,10 @@
  * (0, 1, -1, the word's wrap points, out-of-range items, batches and
  * thresholds, NULL for every pointer of every public call). A plain
  * sequential model written here (no code shared with the headers) says
- * what each call must return and what every reader must show: exact sums,
- * exact vec values, group values after a forced flush, local values, the
+ * what each call must return and what every reader must show: exact sums
+ * (through sets and read-and-resets), exact vec values, group values after
+ * a forced flush or a reset (since-reset and raw), local values, groups
+ * created by name, found by name and destroyed by subtree, the
  * cost fold and note arithmetic, in-flight gauges and throttle statistics;
  * -EINVAL, 0, NULL or a no-op for bad input, and nothing changed by a
  * rejected call. Any difference aborts with the step and the values.
@@ -259,8 +261,26 @@ static void op_counter(struct input *in)
 			tally_counter_destroy(c);
 		ctr[i].live = 0;
 		break;
-	case 2:
-	case 3: { /* add */
+	case 3: { /* set, or sum_and_reset: one cut */
+		tally_sword v = pick_sword(in);
+		if (!ctr[i].live)
+			break;
+		if (u8(in) % 2) {
+			op_name = "counter_set";
+			EXPECT(tally_counter_set(c, v) == 0, "");
+			ctr[i].value = UW(v);
+		} else {
+			tally_sword got;
+			op_name = "counter_sum_and_reset";
+			got = tally_counter_sum_and_reset(c);
+			EXPECT(got == sgn(ctr[i].value), "counter %d: returned %lld, model %lld", i,
+			       LL(got), LL(sgn(ctr[i].value)));
+			ctr[i].value = 0;
+		}
+		counter_check(i);
+		break;
+	}
+	case 2: { /* add */
 		tally_sword d = pick_sword(in);
 		unsigned reps = 1u + u8(in) % 8;
 		op_name = "counter_add";
@@ -303,7 +323,13 @@ static void op_counter(struct input *in)
 		break;
 	}
 	default: /* NULL */
-		switch (u8(in) % 10) {
+		switch (u8(in) % 12) {
+		case 10: op_name = "counter_set(NULL)";
+			EXPECT(tally_counter_set(NULL, 3) == -EINVAL, "");
+			break;
+		case 11: op_name = "counter_sum_and_reset(NULL)";
+			EXPECT(tally_counter_sum_and_reset(NULL) == 0, "");
+			break;
 		case 0: op_name = "counter_init(NULL)";
 			EXPECT(tally_counter_init(NULL, 1, 0) == -EINVAL, "");
 			break;
@@ -383,6 +409,238 @@ static void vec_check(int i, int folded)
 		       "vec %d: bad item %u reads non-zero", i, b);
 }
 
+/* A vector made with tally_vec_opts: per-item thresholds and flags
+ * (gauge, hidden, multi), names; reset, snapshots, multi-item updates. */
+#define XV_ITEMS 6
+static struct {
+	struct tally_vec v;
+	int live, all_multi;
+	unsigned nr;
+	unsigned char flags[XV_ITEMS]; /* as the vector reports them */
+	tally_uword raw[XV_ITEMS], base[XV_ITEMS];
+	char names[XV_ITEMS][8];
+	int named[XV_ITEMS];
+} xv;
+
+static void xv_check(void)
+{
+	tally_uword out[XV_ITEMS + 1], since[XV_ITEMS + 1];
+	tally_sword sg[XV_ITEMS + 1];
+	EXPECT(tally_vec_snapshot(&xv.v, out, XV_ITEMS + 1) == 0, "");
+	EXPECT(tally_vec_snapshot_since_reset(&xv.v, since, XV_ITEMS) == 0, "");
+	EXPECT(tally_vec_snapshot_signed(&xv.v, sg, XV_ITEMS) == 0, "");
+	for (unsigned it = 0; it < xv.nr; it++) {
+		tally_uword d = UW(xv.raw[it] - xv.base[it]);
+		EXPECT(out[it] == xv.raw[it], "item %u: raw %llu, model %llu", it, ULL(out[it]),
+		       ULL(xv.raw[it]));
+		EXPECT(since[it] == d, "item %u: since %llu, model %llu", it, ULL(since[it]), ULL(d));
+		EXPECT(sg[it] == sgn(d), "item %u: signed %lld, model %lld", it, LL(sg[it]),
+		       LL(sgn(d)));
+		EXPECT(tally_vec_sum(&xv.v, it) == d, "item %u", it);
+		EXPECT(tally_vec_read_exact(&xv.v, it) == sgn(d), "item %u", it);
+		EXPECT(tally_vec_item_flags(&xv.v, it) == xv.flags[it], "item %u: flags %u, model %u",
+		       it, tally_vec_item_flags(&xv.v, it), xv.flags[it]);
+		if (xv.named[it])
+			EXPECT(tally_vec_item_name(&xv.v, it) &&
+				       !strcmp(tally_vec_item_name(&xv.v, it), xv.names[it]),
+			       "item %u: name", it);
+		else
+			EXPECT(!tally_vec_item_name(&xv.v, it), "item %u: a name", it);
+	}
+	EXPECT(tally_vec_item_flags(&xv.v, xv.nr) == 0, "");
+}
+
+static void op_vec_api_one(struct input *in)
+{
+	uint8_t k = u8(in);
+	unsigned it;
+	if (!xv.live && k % 8 != 7)
+		k = 0; /* make one first */
+	switch (k % 8) {
+	case 0: { /* init_opts: valid, or one bad member (nothing changed) */
+		static const int thr[] = {0, 1, 3, 125, TALLY_VEC_EXACT, TALLY_VEC_THRESHOLD_MAX};
+		int thresholds[XV_ITEMS];
+		unsigned char fl[XV_ITEMS];
+		const char *nm[XV_ITEMS];
+		struct tally_vec_opts o;
+		uint8_t a = u8(in), bad = u8(in);
+		struct tally_vec scratch;
+		op_name = "vec_init_opts";
+		memset(&o, 0, sizeof(o));
+		o.nr_items = 1u + a % XV_ITEMS;
+		o.flags = (a >> 3) & 3; /* EXACT_ONLY, MULTI */
+		if (!(o.flags & TALLY_VEC_EXACT_ONLY)) {
+			o.threshold = thr[(a >> 5) % 4];
+			o.thresholds = thresholds;
+		}
+		for (unsigned i = 0; i < XV_ITEMS; i++) {
+			uint8_t b = u8(in);
+			thresholds[i] = thr[b % 6];
+			fl[i] = (unsigned char)((b >> 3) & 7); /* gauge, hidden, multi */
+			nm[i] = (b & 0x40) ? NULL : "item";
+		}
+		o.item_flags = (a & 0x80) ? NULL : fl;
+		o.names = nm;
+		if (bad % 4 == 0) { /* one bad member, where there is one to spoil */
+			struct tally_vec copy;
+			unsigned at = bad % o.nr_items;
+			if ((bad & 4) && o.item_flags)
+				fl[at] |= (unsigned char)(8u << (bad >> 6)); /* an unknown flag */
+			else if ((bad & 8) && o.thresholds)
+				thresholds[at] = -2;
+			else
+				o.nr_items = 0;
+			memset(&scratch, 0x5a, sizeof(scratch));
+			memcpy(&copy, &scratch, sizeof(copy));
+			EXPECT(tally_vec_init_opts(&scratch, &o) == -EINVAL, "bad %u", bad);
+			EXPECT(!memcmp(&copy, &scratch, sizeof(copy)), "bad %u: v changed", bad);
+			break;
+		}
+		if (xv.live)
+			tally_vec_destroy(&xv.v);
+		xv.live = 0;
+		EXPECT(tally_vec_init_opts(&xv.v, &o) == 0, "");
+		xv.live = 1;
+		xv.nr = o.nr_items;
+		xv.all_multi = (o.flags & TALLY_VEC_MULTI) != 0;
+		for (unsigned i = 0; i < XV_ITEMS; i++) {
+			unsigned char f = o.item_flags ? fl[i] : 0;
+			xv.flags[i] = (unsigned char)(f | (xv.all_multi ? TALLY_VEC_ITEM_MULTI : 0));
+			xv.raw[i] = xv.base[i] = 0;
+			xv.named[i] = nm[i] != NULL;
+			strcpy(xv.names[i], "item");
+		}
+		break;
+	}
+	case 1: { /* mod, inc, dec */
+		uint8_t how = u8(in) % 3;
+		tally_sword d = how == 0 ? pick_sword(in) : how == 1 ? 1 : -1;
+		int rc;
+		op_name = how == 0 ? "xvec_mod" : how == 1 ? "xvec_inc" : "xvec_dec";
+		if (!xv.live)
+			break;
+		it = pick_item(in, xv.nr);
+		rc = how == 0 ? tally_vec_mod(&xv.v, it, d)
+		     : how == 1 ? tally_vec_inc(&xv.v, it) : tally_vec_dec(&xv.v, it);
+		EXPECT(rc == (it < xv.nr ? 0 : -EINVAL), "item %u: rc %d", it, rc);
+		if (it < xv.nr)
+			xv.raw[it] = UW(xv.raw[it] + UW(d));
+		break;
+	}
+	case 2: { /* mod_multi: all or nothing */
+		struct tally_vec_delta d[4];
+		unsigned n = u8(in) % 5, ok = 1;
+		int rc;
+		op_name = "vec_mod_multi";
+		if (!xv.live)
+			break;
+		for (unsigned j = 0; j < n; j++) {
+			d[j].item = pick_item(in, xv.nr);
+			d[j].delta = pick_sword(in);
+			if (d[j].item >= xv.nr || !(xv.flags[d[j].item] & TALLY_VEC_ITEM_MULTI))
+				ok = 0;
+		}
+		/* A vec with no banked item refuses even n = 0. */
+		{
+			int any = 0;
+			for (unsigned i = 0; i < xv.nr; i++)
+				any |= (xv.flags[i] & TALLY_VEC_ITEM_MULTI) != 0;
+			if (!any)
+				ok = 0;
+		}
+		rc = tally_vec_mod_multi(&xv.v, n ? d : NULL, n);
+		EXPECT(rc == (ok ? 0 : -EINVAL), "n %u: rc %d", n, rc);
+		for (unsigned j = 0; ok && j < n; j++)
+			xv.raw[d[j].item] = UW(xv.raw[d[j].item] + UW(d[j].delta));
+		break;
+	}
+	case 3:
+		op_name = "vec_reset";
+		if (!xv.live)
+			break;
+		EXPECT(tally_vec_reset(&xv.v) == 0, "");
+		for (unsigned i = 0; i < xv.nr; i++)
+			if (!(xv.flags[i] & TALLY_VEC_ITEM_GAUGE))
+				xv.base[i] = xv.raw[i];
+		break;
+	case 4: {
+		int rc;
+		op_name = "vec_reset_item";
+		if (!xv.live)
+			break;
+		it = pick_item(in, xv.nr);
+		rc = tally_vec_reset_item(&xv.v, it);
+		if (it >= xv.nr || (xv.flags[it] & TALLY_VEC_ITEM_GAUGE)) {
+			EXPECT(rc == -EINVAL, "item %u: rc %d", it, rc);
+		} else {
+			EXPECT(rc == 0, "item %u: rc %d", it, rc);
+			xv.base[it] = xv.raw[it];
+		}
+		break;
+	}
+	case 5: { /* rename one item */
+		uint8_t c = u8(in);
+		char name[8];
+		int rc;
+		op_name = "vec_set_item_name";
+		if (!xv.live)
+			break;
+		it = pick_item(in, xv.nr);
+		snprintf(name, sizeof(name), "n%u", c);
+		rc = tally_vec_set_item_name(&xv.v, it, (c & 1) ? NULL : name);
+		EXPECT(rc == (it < xv.nr ? 0 : -EINVAL), "item %u: rc %d", it, rc);
+		if (it < xv.nr) {
+			xv.named[it] = !(c & 1);
+			strcpy(xv.names[it], name);
+		}
+		break;
+	}
+	case 6:
+		op_name = "xvec_check";
+		if (!xv.live)
+			break;
+		if (u8(in) & 1) {
+			tally_vec_fold(&xv.v);
+			for (unsigned i = 0; i < xv.nr; i++)
+				EXPECT(tally_vec_read_monotonic(&xv.v, i) ==
+					       UW(xv.raw[i] + TALLY_MONOTONIC_BIAS),
+				       "folded item %u", i);
+		}
+		xv_check();
+		break;
+	default: { /* NULL and bad arguments */
+		tally_uword out[XV_ITEMS];
+		tally_sword sg[XV_ITEMS];
+		op_name = "vec_api(NULL)";
+		EXPECT(tally_vec_snapshot_signed(NULL, sg, XV_ITEMS) == -EINVAL, "");
+		EXPECT(tally_vec_set_item_name(NULL, 0, "x") == -EINVAL, "");
+		EXPECT(tally_vec_item_flags(NULL, 0) == 0, "");
+		EXPECT(tally_vec_reset(NULL) == -EINVAL && tally_vec_reset_item(NULL, 0) == -EINVAL, "");
+		EXPECT(tally_vec_mod_multi(NULL, NULL, 0) == -EINVAL, "");
+		if (!xv.live)
+			break;
+		EXPECT(tally_vec_snapshot_signed(&xv.v, NULL, XV_ITEMS) == -EINVAL, "");
+		EXPECT(tally_vec_snapshot(&xv.v, out, xv.nr - 1) == -EINVAL, "");
+		EXPECT(tally_vec_snapshot_signed(&xv.v, sg, xv.nr - 1) == -EINVAL, "");
+		EXPECT(tally_vec_mod_multi(&xv.v, NULL, 1) == -EINVAL, "");
+		xv_check();
+		break;
+	}
+	}
+}
+
+/* A few calls on the options vector in a row (its calls are a small part
+ * of the op mix), then every reader against the model. */
+static void op_vec_api(struct input *in)
+{
+	unsigned reps = 1u + u8(in) % 8;
+	for (unsigned r = 0; r < reps; r++)
+		op_vec_api_one(in);
+	op_name = "xvec_check";
+	if (xv.live)
+		xv_check();
+}
+
 static void op_vec(struct input *in)
 {
 	uint8_t k = u8(in);
@@ -455,6 +713,10 @@ static void op_vec(struct input *in)
 		vec_check(i, 1);
 		break;
 	default:
+		if (k & 8) { /* bit 3 is free: the options API */
+			op_vec_api(in);
+			break;
+		}
 		switch (u8(in) % 9) {
 		case 0: op_name = "vec_init(NULL)"; EXPECT(tally_vec_init(NULL, 1, 0) == -EINVAL, ""); break;
 		case 1: op_name = "vec_destroy(NULL)"; tally_vec_destroy(NULL); break;
@@ -1021,6 +1283,7 @@ static struct {
 	unsigned nr;
 	uint64_t now, period;
 	int locked; /* read-side sections held */
+	unsigned char flags[TREE_ITEMS]; /* item flags (TALLY_GROUP_ITEM_GAUGE) */
 } tr;
 
 static struct grp {
@@ -1029,7 +1292,12 @@ static struct grp {
 	int live;
 	tally_uword local[TREE_ITEMS];     /* mods on this group */
 	tally_uword inherited[TREE_ITEMS]; /* handed over by destroyed children */
+	tally_uword base_h[TREE_ITEMS];    /* hierarchical value at the last reset */
+	tally_uword base_l[TREE_ITEMS];    /* local value at the last reset */
+	int name; /* 0..3 for a name "n0".."n3" given at creation; -1: none */
 } grp[NR_GROUPS];
+
+static const char *const group_names[4] = {"n0", "n1", "n2", "n3"};
 
 static uint64_t fuzz_clock(void *arg)
 {
@@ -1085,15 +1353,16 @@ static void group_check_exact(int i)
 {
 	struct tally_group *g = grp[i].g;
 	for (unsigned it = 0; it < tr.nr; it++) {
-		tally_uword h = hier(i, it);
+		tally_uword raw = hier(i, it), h = UW(raw - grp[i].base_h[it]);
+		tally_uword l = UW(grp[i].local[it] - grp[i].base_l[it]);
 		EXPECT(tally_group_read(g, it) == sgn(h), "group %d item %u: %lld, model %lld", i, it,
 		       LL(tally_group_read(g, it)), LL(sgn(h)));
 		EXPECT(tally_group_read_positive(g, it) == clamp0(h), "group %d item %u", i, it);
-		EXPECT(tally_group_read_monotonic(g, it) == UW(h + TALLY_MONOTONIC_BIAS),
+		EXPECT(tally_group_read_monotonic(g, it) == UW(raw + TALLY_MONOTONIC_BIAS),
 		       "group %d item %u", i, it);
-		EXPECT(tally_group_read_local(g, it) == sgn(grp[i].local[it]),
+		EXPECT(tally_group_read_local(g, it) == sgn(l),
 		       "group %d item %u: local %lld, model %lld", i, it,
-		       LL(tally_group_read_local(g, it)), LL(sgn(grp[i].local[it])));
+		       LL(tally_group_read_local(g, it)), LL(sgn(l)));
 	}
 }
 
@@ -1145,6 +1414,19 @@ static void op_tree_create(struct input *in)
 	o.period_ns = periods[c % 5];
 	o.clock = fuzz_clock;
 	o.clock_arg = &tr;
+	uint8_t f = u8(in);
+	unsigned char flags[TREE_ITEMS];
+	for (unsigned it = 0; it < TREE_ITEMS; it++)
+		flags[it] = (f >> it) & 1 ? TALLY_GROUP_ITEM_GAUGE : 0;
+	if (f & 0x80)
+		o.item_flags = flags;
+	if (f == 0x7f) { /* an unknown flag */
+		flags[0] = 0x2;
+		o.item_flags = flags;
+		errno = 0;
+		EXPECT(tally_tree_create_opts(&o) == NULL && errno == EINVAL, "item flag 0x2");
+		return;
+	}
 	if (a >= 240 || b >= 240 || c >= 240) { /* each bad field alone */
 		if (a >= 240)
 			o.nr_items = (a & 1) ? 0u : TALLY_RSTAT_ITEMS_MAX + 1u;
@@ -1163,6 +1445,10 @@ static void op_tree_create(struct input *in)
 	       ULL(o.period_ns), errno);
 	tr.nr = o.nr_items;
 	tr.period = o.period_ns ? o.period_ns : TALLY_RSTAT_PERIOD_NS;
+	for (unsigned it = 0; it < TREE_ITEMS; it++)
+		tr.flags[it] = o.item_flags ? flags[it] : 0;
+	for (int j = 0; j < NR_GROUPS; j++)
+		grp[j].name = -1;
 	grp[0].g = tally_tree_root(tr.t);
 	grp[0].parent = -1;
 	grp[0].live = 1;
@@ -1190,8 +1476,8 @@ static void op_group_destroy(int i, int in_section)
 		return;
 	}
 	for (unsigned it = 0; it < tr.nr; it++) {
-		want[it] = hier(i, it);
-		local[it] = grp[i].local[it];
+		want[it] = UW(hier(i, it) - grp[i].base_h[it]);
+		local[it] = UW(grp[i].local[it] - grp[i].base_l[it]);
 	}
 	if (in_section)
 		tally_tree_read_lock(tr.t);
@@ -1231,7 +1517,90 @@ done:
 	grp[i].g = NULL;
 	memset(grp[i].local, 0, sizeof(grp[i].local));
 	memset(grp[i].inherited, 0, sizeof(grp[i].inherited));
+	memset(grp[i].base_h, 0, sizeof(grp[i].base_h));
+	memset(grp[i].base_l, 0, sizeof(grp[i].base_l));
 	grp[i].parent = -1;
+	grp[i].name = -1;
+}
+
+/* Destroy the subtree at group i in one call; the model hands every
+ * group's counts to i's parent. */
+static void op_group_destroy_subtree(int i, int in_section)
+{
+	struct tally_group *g = grp[i].g;
+	int p = grp[i].parent, rc, live = 0, gone = 0;
+	op_name = "group_destroy_subtree";
+	if (i == 0) {
+		EXPECT(tally_group_destroy_subtree(g) == -EINVAL, "the root");
+		return;
+	}
+	if (in_section)
+		tally_tree_read_lock(tr.t);
+	rc = tally_group_destroy_subtree(g);
+	EXPECT(rc == 0, "group %d: rc %d", i, rc);
+	for (int j = 0; j < NR_GROUPS; j++) {
+		live += grp[j].live;
+		if (!grp[j].live || !in_subtree(j, i))
+			continue;
+		for (unsigned it = 0; it < tr.nr; it++)
+			grp[p].inherited[it] =
+				UW(grp[p].inherited[it] + grp[j].local[it] + grp[j].inherited[it]);
+		gone++;
+	}
+	for (int j = 0; j < NR_GROUPS; j++)
+		if (grp[j].live && in_subtree(j, i))
+			grp[j].live = 0;
+	EXPECT(tally_tree_nr_groups(tr.t) == (unsigned long)(live - gone), "%lu groups, model %d",
+	       tally_tree_nr_groups(tr.t), live - gone);
+	if (in_section) {
+		EXPECT(tally_group_destroy_subtree(g) == -EINVAL, "destroyed twice");
+		EXPECT(tally_group_reset(g) == -EINVAL, "reset of a destroyed group");
+		EXPECT(tally_group_mod(g, 0, 1) == -EINVAL, "mod of a destroyed group");
+		tally_tree_read_unlock(tr.t);
+	}
+	for (int j = 0; j < NR_GROUPS; j++)
+		if (!grp[j].live && grp[j].g) {
+			grp[j].g = NULL;
+			memset(grp[j].local, 0, sizeof(grp[j].local));
+			memset(grp[j].inherited, 0, sizeof(grp[j].inherited));
+			memset(grp[j].base_h, 0, sizeof(grp[j].base_h));
+			memset(grp[j].base_l, 0, sizeof(grp[j].base_l));
+			grp[j].parent = -1;
+			grp[j].name = -1;
+		}
+}
+
+/* Reset the subtree at group i (the tree, for the root through
+ * tally_tree_reset): its since-reset values start from 0 but gauges'. */
+static void op_group_reset(int i, int whole_tree)
+{
+	op_name = whole_tree ? "tree_reset" : "group_reset";
+	if (whole_tree)
+		i = 0;
+	EXPECT((whole_tree ? tally_tree_reset(tr.t) : tally_group_reset(grp[i].g)) == 0, "");
+	for (int j = 0; j < NR_GROUPS; j++) {
+		if (!grp[j].live || !in_subtree(j, i))
+			continue;
+		for (unsigned it = 0; it < tr.nr; it++) {
+			if (tr.flags[it] & TALLY_GROUP_ITEM_GAUGE)
+				continue;
+			grp[j].base_h[it] = hier(j, it);
+			grp[j].base_l[it] = grp[j].local[it];
+		}
+	}
+	/* The reset flushed its subtree: exact there. */
+	for (int j = 0; j < NR_GROUPS; j++)
+		if (grp[j].live && in_subtree(j, i))
+			group_check_exact(j);
+}
+
+/* The live child of p named name k, or -1 (the model's find). */
+static int model_find(int p, int k)
+{
+	for (int j = 0; j < NR_GROUPS; j++)
+		if (grp[j].live && grp[j].parent == p && grp[j].name == k)
+			return j;
+	return -1;
 }
 
 static void op_tree(struct input *in)
@@ -1257,7 +1626,23 @@ static void op_tree(struct input *in)
 				slot = j;
 		if (p < 0 || slot < 0)
 			break;
-		grp[slot].g = tally_group_create(grp[p].g);
+		if (k % 16 == 3) { /* with a name: one per parent */
+			int name = u8(in) % 4, other = model_find(p, name);
+			op_name = "group_create_named";
+			errno = 0;
+			grp[slot].g = tally_group_create_named(grp[p].g, group_names[name]);
+			if (other >= 0) {
+				EXPECT(grp[slot].g == NULL && errno == EEXIST, "name n%d taken: errno %d",
+				       name, errno);
+				break;
+			}
+			EXPECT(grp[slot].g != NULL, "errno %d", errno);
+			EXPECT(!strcmp(tally_group_name(grp[slot].g), group_names[name]), "");
+			grp[slot].name = name;
+		} else {
+			grp[slot].g = tally_group_create(grp[p].g);
+			grp[slot].name = -1;
+		}
 		EXPECT(grp[slot].g != NULL, "errno %d", errno);
 		grp[slot].parent = p;
 		grp[slot].live = 1;
@@ -1265,11 +1650,18 @@ static void op_tree(struct input *in)
 		EXPECT(tally_group_tree(grp[slot].g) == tr.t, "");
 		break;
 	}
-	case 4:
+	case 4: {
+		uint8_t h;
 		i = pick_group(in);
-		if (i >= 0)
-			op_group_destroy(i, u8(in) % 2);
+		h = u8(in);
+		if (i < 0)
+			break;
+		if (h & 2)
+			op_group_destroy_subtree(i, h % 2);
+		else
+			op_group_destroy(i, h % 2);
 		break;
+	}
 	case 5:
 	case 6:
 	case 7: { /* mod, repeated; bad items refused */
@@ -1355,6 +1747,25 @@ static void op_tree(struct input *in)
 		tally_tree_stop_flusher(tr.t);
 		break;
 	}
+	case 14: { /* reset, or find by name */
+		uint8_t h = u8(in);
+		i = pick_group(in);
+		if (i < 0)
+			break;
+		if (h % 4 < 2) {
+			op_group_reset(i, h % 4 == 1);
+			break;
+		}
+		int name = (h >> 2) % 5, want = name < 4 ? model_find(i, name) : -1;
+		struct tally_group *got;
+		op_name = "group_find_child";
+		errno = 0;
+		got = tally_group_find_child(grp[i].g, name < 4 ? group_names[name] : "nope");
+		EXPECT(got == (want >= 0 ? grp[want].g : NULL), "group %d name %d: model %d", i, name,
+		       want);
+		EXPECT(got || errno == ENOENT, "errno %d", errno);
+		break;
+	}
 	case 13: /* nested read-side sections */
 		op_name = "tree_read_lock";
 		if (u8(in) % 2 && tr.locked < 3) {
@@ -1369,7 +1780,39 @@ static void op_tree(struct input *in)
 		uint8_t s = u8(in);
 		struct tally_group *root = tr.t ? grp[0].g : NULL;
 		errno = 0;
-		switch (s % 22) {
+		switch (s % 30) {
+		case 22: op_name = "group_reset(NULL)";
+			EXPECT(tally_group_reset(NULL) == -EINVAL && tally_tree_reset(NULL) == -EINVAL, "");
+			break;
+		case 23: op_name = "group_create_named(NULL)";
+			EXPECT(tally_group_create_named(NULL, "a") == NULL && errno == EINVAL, "");
+			if (root) {
+				errno = 0;
+				EXPECT(tally_group_create_named(root, NULL) == NULL && errno == EINVAL, "");
+			}
+			break;
+		case 24: op_name = "group_create_named(bad name)";
+			if (root) {
+				static const char *const bad[] = {"", "a/b", "\xc3", "/"};
+				const char *name = bad[s & 3];
+				EXPECT(tally_group_create_named(root, name) == NULL && errno == EINVAL,
+				       "name %d", s & 3);
+			}
+			break;
+		case 25: op_name = "group_find_child(NULL)";
+			EXPECT(tally_group_find_child(NULL, "a") == NULL && errno == EINVAL, "");
+			if (root) {
+				errno = 0;
+				EXPECT(tally_group_find_child(root, NULL) == NULL && errno == EINVAL, "");
+			}
+			break;
+		case 26: op_name = "group_destroy_subtree(NULL)";
+			EXPECT(tally_group_destroy_subtree(NULL) == -EINVAL, "");
+			break;
+		case 27: op_name = "tree_register_thread(NULL)";
+			EXPECT(tally_tree_register_thread(NULL) == -EINVAL, "");
+			tally_tree_unregister_thread(NULL);
+			break;
 		case 0: op_name = "tree_create_opts(NULL)";
 			EXPECT(tally_tree_create_opts(NULL) == NULL && errno == EINVAL, "");
 			break;
@@ -1719,6 +2162,9 @@ static void reset_all(void)
 			tally_counter_destroy(&ctr[i].c);
 		ctr[i].live = 0;
 	}
+	if (xv.live)
+		tally_vec_destroy(&xv.v);
+	xv.live = 0;
 	for (int i = 0; i < NR_VECS; i++) {
 		if (vec[i].live)
 			tally_vec_destroy(&vec[i].v);

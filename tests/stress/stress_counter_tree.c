@@ -100,11 +100,11 @@ static tally_uword check_nodes(struct tally_counter *c)
 	const struct tally__counter_tree *t = &c->tally__tree;
 	unsigned nr = c->tally__pcpu.nr, l, i, n;
 	static tally_uword lvl[2][65536];
-	tally_uword mask = c->tally__carry, top = c->tally__initial;
+	tally_uword mask = ~c->tally__low, top = c->tally__initial;
 	/* level 0: the CPU words; the shared slot's goes to node 0 */
 	n = nr;
 	for (i = 0; i < nr; i++)
-		lvl[0][i] = tally__load(&tally__counter_slot(c, i)->w);
+		lvl[0][i] = tally__load(tally__counter_w(c, i));
 	for (l = 0; l < t->levels; l++) {
 		unsigned m = (n + 7u) >> 3;
 		tally_uword *in = lvl[l & 1], *out = lvl[(l + 1) & 1];
@@ -113,7 +113,7 @@ static tally_uword check_nodes(struct tally_counter *c)
 		for (i = 0; i < n; i++)
 			out[i >> 3] += in[i] & mask;
 		if (l == 0)
-			out[0] += tally__load(&tally__counter_slot(c, nr)->w) & mask;
+			out[0] += tally__load(tally__counter_w(c, nr)) & mask;
 		for (i = 0; i < m; i++)
 			CHECK_EQ(tally__load(tally__tree_node(t, t->first[l] + i)), out[i]);
 		mask <<= TALLY__TREE_SHIFT;

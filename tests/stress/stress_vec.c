@@ -199,7 +199,7 @@ int main(void)
 	for (int k = 0; k < NVECS - 1; k++)
 		CHECK_EQ(tally_vec_init(&vec[k], NITEMS, thresholds[k]), 0);
 	{
-		struct tally_vec_opts o = {NITEMS, 10, item_thresholds, TALLY_VEC_MULTI, NULL};
+		struct tally_vec_opts o = {NITEMS, 10, item_thresholds, TALLY_VEC_MULTI, NULL, NULL};
 		CHECK_EQ(tally_vec_init_opts(&vec[NVECS - 1], &o), 0);
 	}
 	/* Keep the directed items far from TALLY_SWORD_MAX on 32-bit words. */

@@ -4,7 +4,12 @@
  * cmd_get + 1 with get_hits + 1 or get_misses + 1 (memcached does both
  * under one lock), and add byte counts (16..16384) to a byte counter with
  * a per-item threshold and to an exact-only one, with single updates.
- * More threads than cores, so updaters are preempted mid-update.
+ * More threads than cores, so updaters are preempted mid-update. Only
+ * the items that take part in multi-item updates have banks
+ * (TALLY_VEC_ITEM_MULTI; bytes_read has none). Connections: an open is
+ * one multi-item update, total_connections + 1 with curr_connections + 1
+ * (a gauge, TALLY_VEC_ITEM_GAUGE), a close closed_connections + 1 with
+ * curr_connections - 1; curr_bytes is a gauge too.
  *
  * Checked during the run:
  *  - every snapshot (raw, and since reset) has
@@ -13,13 +18,20 @@
  *  - raw snapshots never go back (cmd_get, hits, misses);
  *  - each reset's baseline of cmd_get lies between the gets completed
  *    before the reset was called and those started before it returned
- *    (nothing lost, nothing counted twice).
+ *    (nothing lost, nothing counted twice);
+ *  - resets leave the gauges alone, at one cut with the counters: every
+ *    since-reset snapshot has curr_connections == (total_connections +
+ *    its baseline) - (closed_connections + its baseline), and no reset
+ *    gives a gauge a baseline.
  * At the end (quiescent): every item's raw value equals the sum of every
  * update to the last unit, and baseline + since-reset value = raw value.
  *
  * STRESS_VEC_MULTI_SPLIT=1 makes the writers count a get as two single
  * updates instead (what a program without multi-item updates does): the
  * first check must then fail, which shows it can. Not a registered test.
+ * STRESS_VEC_MULTI_RESET_GAUGES=1 leaves out TALLY_VEC_ITEM_GAUGE, so
+ * resets reset the gauges (what every reset did before the vector knew
+ * kinds): the gauge check must then fail. Not a registered test either.
  * TALLY_STRESS_SECONDS sets the run time (default 2).
  */
 #define _GNU_SOURCE
@@ -33,12 +45,27 @@
 #define U(x) ((tally_uword)(x))
 #define NWRITERS 4
 
-enum { CMD_GET, GET_HITS, GET_MISSES, BYTES_READ, CURR_BYTES, CMD_SET, NR_ITEMS };
+enum {
+	CMD_GET,
+	GET_HITS,
+	GET_MISSES,
+	BYTES_READ,
+	CURR_BYTES,
+	CMD_SET,
+	TOTAL_CONNS,
+	CLOSED_CONNS,
+	CURR_CONNS,
+	NR_ITEMS
+};
 
-static const char *const names[NR_ITEMS] = {"cmd_get",    "get_hits",   "get_misses",
-					    "bytes_read", "curr_bytes", "cmd_set"};
+static const char *const names[NR_ITEMS] = {
+	"cmd_get", "get_hits",          "get_misses",         "bytes_read",      "curr_bytes",
+	"cmd_set", "total_connections", "closed_connections", "curr_connections"};
 /* bytes_read: ~100x the mean delta; curr_bytes: never folds. */
-static const int thresholds[NR_ITEMS] = {0, 0, 0, 800000, TALLY_VEC_EXACT, 0};
+static const int thresholds[NR_ITEMS] = {0, 0, 0, 800000, TALLY_VEC_EXACT, 0, 0, 0, 0};
+#define M TALLY_VEC_ITEM_MULTI
+#define G TALLY_VEC_ITEM_GAUGE
+static unsigned char item_flags[NR_ITEMS] = {M, M, M, 0, M | G, M, M, M, M | G};
 
 static struct tally_vec vec;
 static int stop, split;
@@ -86,13 +113,41 @@ static void *writer_main(void *arg)
 				w->total[CMD_SET]++;
 				w->total[CURR_BYTES] += d;
 			}
+			if ((r >> 44) % 8 == 0) {
+				/* a connection opens, or one of this writer's closes */
+				int close = (r >> 47) & 1 && w->total[CURR_CONNS] > 0;
+				struct tally_vec_delta c[2] = {
+					{close ? CLOSED_CONNS : TOTAL_CONNS, 1},
+					{CURR_CONNS, close ? -1 : 1}};
+				CHECK_EQ(tally_vec_mod_multi(&vec, c, 2), 0);
+				w->total[close ? CLOSED_CONNS : TOTAL_CONNS]++;
+				w->total[CURR_CONNS] += close ? -1 : 1;
+			}
 		}
 		w->ops += 64;
 	}
 	return NULL;
 }
 
-static unsigned long long rounds[2], resets, mismatches;
+static unsigned long long rounds[2], resets, mismatches, gauge_mismatches;
+
+/* The gauge at one cut with its counters, since-reset values s: the
+ * counters' baselines added back (only reader_reset resets: they are the
+ * last reset's), the gauge's own value taken as it is. */
+static void check_conns(const tally_uword *s)
+{
+	tally_uword total = s[TOTAL_CONNS] + tally__load(&vec.tally__baseline[TOTAL_CONNS]);
+	tally_uword closed = s[CLOSED_CONNS] + tally__load(&vec.tally__baseline[CLOSED_CONNS]);
+	if (s[CURR_CONNS] != total - closed) {
+		if (__atomic_add_fetch(&gauge_mismatches, 1, __ATOMIC_RELAXED) <= 5)
+			CHECK(0, "since-reset snapshot: curr_connections %lld != total %llu - "
+				 "closed %llu",
+			      (long long)tally__to_signed(s[CURR_CONNS]), (unsigned long long)total,
+			      (unsigned long long)closed);
+		else
+			__atomic_fetch_add(&harness_failures, 1, __ATOMIC_RELAXED);
+	}
+}
 
 static void check_gets(const tally_uword *s, const char *what)
 {
@@ -138,6 +193,7 @@ static void *reader_reset(void *arg)
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		CHECK_EQ(tally_vec_snapshot_since_reset(&vec, s, NR_ITEMS), 0);
 		check_gets(s, "since-reset");
+		check_conns(s);
 		if (rounds[1] % 16 == 0) {
 			unsigned long long before = 0, after = 0;
 			tally_uword base;
@@ -152,6 +208,10 @@ static void *reader_reset(void *arg)
 				CHECK(U(before) <= base && base <= U(after),
 				      "reset's cmd_get baseline %llu outside [%llu, %llu]",
 				      (unsigned long long)base, before, after);
+			if (item_flags[CURR_CONNS] & G)
+				CHECK(!tally__load(&vec.tally__baseline[CURR_CONNS]) &&
+					      !tally__load(&vec.tally__baseline[CURR_BYTES]),
+				      "a reset gave a gauge a baseline");
 			resets++;
 		}
 		if (rounds[1] % 5 == 0)
@@ -167,11 +227,19 @@ int main(void)
 	pthread_t rd[2];
 	double secs = harness_seconds();
 	unsigned long long ops = 0;
-	struct tally_vec_opts o = {NR_ITEMS, 0, thresholds, TALLY_VEC_MULTI, names};
+	struct tally_vec_opts o = {.nr_items = NR_ITEMS,
+				   .thresholds = thresholds,
+				   .names = names,
+				   .item_flags = item_flags};
 	tally_uword raw[NR_ITEMS], since[NR_ITEMS];
 	const char *e = getenv("STRESS_VEC_MULTI_SPLIT");
+	const char *g = getenv("STRESS_VEC_MULTI_RESET_GAUGES");
 
 	split = e && *e == '1';
+	if (g && *g == '1') {
+		item_flags[CURR_BYTES] &= (unsigned char)~G;
+		item_flags[CURR_CONNS] &= (unsigned char)~G;
+	}
 	CHECK_EQ(tally_vec_init_opts(&vec, &o), 0);
 	memset(w, 0, sizeof(w));
 	for (int i = 0; i < NWRITERS; i++) {
@@ -205,14 +273,20 @@ int main(void)
 		CHECK(!strcmp(tally_vec_item_name(&vec, i), names[i]), "name %u", i);
 	}
 	check_gets(since, "final since-reset");
+	check_conns(since);
+	if (item_flags[CURR_CONNS] & G) {
+		CHECK_EQ(since[CURR_CONNS], raw[CURR_CONNS]);
+		CHECK_EQ(since[CURR_BYTES], raw[CURR_BYTES]);
+	}
+	CHECK(!tally_vec_item_flags(&vec, BYTES_READ), "bytes_read has banks");
 	tally_vec_fold(&vec);
 	for (unsigned i = 0; i < NR_ITEMS; i++)
 		CHECK_EQ(tally_vec_read_monotonic(&vec, i), raw[i] + TALLY_MONOTONIC_BIAS);
 	tally_vec_destroy(&vec);
 
-	printf("stress_vec_multi%s: %.1f s, %d writers: %llu gets, %llu raw and %llu since-reset "
-	       "snapshots, %llu resets, %llu mismatches\n",
-	       split ? " (split updates)" : "", secs, NWRITERS, ops, rounds[0], rounds[1], resets,
-	       mismatches);
+	printf("stress_vec_multi%s%s: %.1f s, %d writers: %llu gets, %llu raw and %llu "
+	       "since-reset snapshots, %llu resets, %llu mismatches, %llu gauge mismatches\n",
+	       split ? " (split updates)" : "", item_flags[CURR_CONNS] & G ? "" : " (gauges reset)",
+	       secs, NWRITERS, ops, rounds[0], rounds[1], resets, mismatches, gauge_mismatches);
 	return harness_exit("stress_vec_multi");
 }

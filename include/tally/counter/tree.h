@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/counter/tree.h - the counter tree (private; include
  * <tally/counter.h>): percpu_counter_tree's carry propagation (Mathieu
  * Desnoyers, 2025; the kernel series "mm: Fix OOM killer inaccuracy on

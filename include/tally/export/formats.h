@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export/formats.h - the renderers (private; include <tally/export.h>):
  * output that counts what it would write, escaping, and one writer per
  * format: Prometheus text 0.0.4, OpenMetrics 1.0, memory.stat-like text
@@ -93,11 +94,57 @@ static inline void tally__export_put_sample_name(struct tally__export_sink *k,
 		tally__export_put(k, "_total", 6);
 }
 
-/* A family's value in row r. */
-TALLY__INLINE uint64_t tally__export_at(const struct tally__export_source *s,
-					const struct tally__export_family *f, size_t r)
+/* How many series f has in a row (see struct tally__export_family). */
+TALLY__INLINE unsigned tally__export_nr_series(const struct tally__export_family *f)
 {
-	return s->values[r * s->row_len + f->column];
+	return f->nr_cols ? f->nr_cols : 1;
+}
+
+/* The value of f's series c in row r. */
+TALLY__INLINE uint64_t tally__export_at(const struct tally__export_source *s,
+					const struct tally__export_family *f, size_t r, unsigned c)
+{
+	return s->values[r * s->row_len + (f->nr_cols ? f->cols[c] : f->column)];
+}
+
+/*
+ * The labels of row r, series c of f: {row="...",name="value",...} for the
+ * text formats (nothing when there are none), "row":"...","name":"value"
+ * for JSON (mode TALLY__EXPORT_ESC_JSON), values escaped as mode says.
+ */
+static inline void tally__export_put_labels(struct tally__export_sink *k,
+					    const struct tally__export_source *s,
+					    const struct tally__export_family *f, size_t r,
+					    unsigned c, enum tally__export_escape mode)
+{
+	const char *l = f->nr_cols ? f->col_labels[c] : NULL;
+	int json = mode == TALLY__EXPORT_ESC_JSON, first = 1;
+	if (!s->label_name && !l)
+		return;
+	if (!json)
+		tally__export_put(k, "{", 1);
+	if (s->label_name) {
+		if (json)
+			tally__export_put(k, "\"", 1);
+		tally__export_puts(k, s->label_name);
+		tally__export_puts(k, json ? "\":\"" : "=\"");
+		tally__export_put_escaped(k, s->labels + s->label_at[r], mode);
+		tally__export_put(k, "\"", 1);
+		first = 0;
+	}
+	for (; l && *l; l += strlen(l) + 1, l += strlen(l) + 1) {
+		if (!first)
+			tally__export_put(k, ",", 1);
+		first = 0;
+		if (json)
+			tally__export_put(k, "\"", 1);
+		tally__export_puts(k, l);
+		tally__export_puts(k, json ? "\":\"" : "=\"");
+		tally__export_put_escaped(k, l + strlen(l) + 1, mode);
+		tally__export_put(k, "\"", 1);
+	}
+	if (!json)
+		tally__export_put(k, "}", 1);
 }
 
 /* Prometheus text 0.0.4 (fmt TALLY_EXPORT_PROMETHEUS: HELP and TYPE name
@@ -108,6 +155,7 @@ static inline void tally__export_write_text(struct tally__export_sink *k, int fm
 					    const struct tally__export_source *s)
 {
 	int om = fmt == TALLY_EXPORT_OPENMETRICS;
+	unsigned c;
 	size_t r;
 	tally__export_puts(k, "# HELP ");
 	if (om)
@@ -126,33 +174,38 @@ static inline void tally__export_write_text(struct tally__export_sink *k, int fm
 	tally__export_puts(k, f->kind == TALLY_EXPORT_COUNTER ? "counter" : "gauge");
 	tally__export_put(k, "\n", 1);
 	for (r = 0; r < s->nr_rows; r++) {
-		tally__export_put_sample_name(k, f);
-		if (s->label_name) {
-			tally__export_put(k, "{", 1);
-			tally__export_puts(k, s->label_name);
-			tally__export_put(k, "=\"", 2);
-			tally__export_put_escaped(k, s->labels + s->label_at[r],
-						  TALLY__EXPORT_ESC_QUOTED);
-			tally__export_put(k, "\"}", 2);
+		for (c = 0; c < tally__export_nr_series(f); c++) {
+			tally__export_put_sample_name(k, f);
+			tally__export_put_labels(k, s, f, r, c, TALLY__EXPORT_ESC_QUOTED);
+			tally__export_put(k, " ", 1);
+			tally__export_put_value(k, f->kind, tally__export_at(s, f, r, c));
+			tally__export_put(k, "\n", 1);
 		}
-		tally__export_put(k, " ", 1);
-		tally__export_put_value(k, f->kind, tally__export_at(s, f, r));
-		tally__export_put(k, "\n", 1);
 	}
 }
 
 /* memory.stat-like text: one "name value" line per family; labelled
- * sources give their first row (a tree's root). */
+ * sources give their first row (a tree's root) without its label; a
+ * family of labelled vector items one line per series,
+ * name{label="value"} value. */
 static inline void tally__export_write_stat(struct tally__export_sink *k,
 					    const struct tally__export_family *f,
 					    const struct tally__export_source *s)
 {
+	unsigned c;
 	if (!f->in_stat || !s->nr_rows)
 		return;
-	tally__export_puts(k, f->name);
-	tally__export_put(k, " ", 1);
-	tally__export_put_value(k, f->kind, tally__export_at(s, f, 0));
-	tally__export_put(k, "\n", 1);
+	for (c = 0; c < tally__export_nr_series(f); c++) {
+		tally__export_puts(k, f->name);
+		if (f->nr_cols && f->col_labels[c]) {
+			struct tally__export_source bare = *s;
+			bare.label_name = NULL; /* the row is the root: no label */
+			tally__export_put_labels(k, &bare, f, 0, c, TALLY__EXPORT_ESC_QUOTED);
+		}
+		tally__export_put(k, " ", 1);
+		tally__export_put_value(k, f->kind, tally__export_at(s, f, 0, c));
+		tally__export_put(k, "\n", 1);
+	}
 }
 
 /* JSON: one family object, its samples with their labels. */
@@ -160,6 +213,7 @@ static inline void tally__export_write_json(struct tally__export_sink *k,
 					    const struct tally__export_family *f,
 					    const struct tally__export_source *s)
 {
+	unsigned c;
 	size_t r;
 	tally__export_puts(k, "{\"name\":\"");
 	tally__export_puts(k, f->name);
@@ -169,20 +223,15 @@ static inline void tally__export_write_json(struct tally__export_sink *k,
 	tally__export_put_escaped(k, f->help, TALLY__EXPORT_ESC_JSON);
 	tally__export_puts(k, "\",\"samples\":[");
 	for (r = 0; r < s->nr_rows; r++) {
-		if (r)
-			tally__export_put(k, ",", 1);
-		tally__export_puts(k, "{\"labels\":{");
-		if (s->label_name) {
-			tally__export_put(k, "\"", 1);
-			tally__export_puts(k, s->label_name);
-			tally__export_puts(k, "\":\"");
-			tally__export_put_escaped(k, s->labels + s->label_at[r],
-						  TALLY__EXPORT_ESC_JSON);
-			tally__export_put(k, "\"", 1);
+		for (c = 0; c < tally__export_nr_series(f); c++) {
+			if (r || c)
+				tally__export_put(k, ",", 1);
+			tally__export_puts(k, "{\"labels\":{");
+			tally__export_put_labels(k, s, f, r, c, TALLY__EXPORT_ESC_JSON);
+			tally__export_puts(k, "},\"value\":");
+			tally__export_put_value(k, f->kind, tally__export_at(s, f, r, c));
+			tally__export_put(k, "}", 1);
 		}
-		tally__export_puts(k, "},\"value\":");
-		tally__export_put_value(k, f->kind, tally__export_at(s, f, r));
-		tally__export_put(k, "}", 1);
 	}
 	tally__export_puts(k, "]}");
 }

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export/names.h - family names and help texts (private; include <tally/export.h>):
  * the error message, UTF-8 validation, the name rules of the header comment
  * (promtool's lint), and building the families' names and helps.
@@ -212,6 +213,198 @@ static inline char *tally__export_join(const char *a, const char *b, const char 
 	return d;
 }
 
+/* Free what f owns (its name, help and series). */
+static inline void tally__export_family_free(struct tally__export_family *f)
+{
+	unsigned c;
+	free(f->name);
+	free(f->help);
+	for (c = 0; c < f->nr_cols; c++)
+		free(f->col_labels[c]);
+	free(f->cols);
+	free(f->col_labels);
+	f->name = f->help = NULL;
+	f->cols = NULL;
+	f->col_labels = NULL;
+	f->nr_cols = f->cap_cols = 0;
+}
+
+/* Append to e's message (cut where it is full). */
+static inline void tally__export_fail_more(struct tally_export *e, const char *more)
+{
+	size_t n = strlen(e->tally__error), m = strlen(more);
+	if (n + m >= sizeof(e->tally__error))
+		m = sizeof(e->tally__error) - 1 - n;
+	memcpy(e->tally__error + n, more, m);
+	e->tally__error[n + m] = '\0';
+}
+
+/* Length of a packed label list "n\0v\0...\0" with its final NUL. */
+static inline size_t tally__export_labels_len(const char *l)
+{
+	const char *p = l;
+	while (*p)
+		p += strlen(p) + 1; /* a name, then its value */
+	return (size_t)(p - l) + 1;
+}
+
+/* Do two packed label lists (NULL: none) name the same series? */
+static inline bool tally__export_labels_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return tally__export_labels_len(a) == tally__export_labels_len(b) &&
+	       !memcmp(a, b, tally__export_labels_len(a));
+}
+
+static inline bool tally__export_label_start(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+/*
+ * Split the name of vector item `item`, "base" or
+ * "base{name=\"value\",...}", into its base (*base_len bytes) and its
+ * labels, packed and sorted by name into *out (malloc'd; NULL when there
+ * are no braces). Label names are [a-zA-Z_][a-zA-Z0-9_]*, not starting
+ * with "__" (reserved by Prometheus), each once; values are quoted UTF-8
+ * with \\, \" and \n escaped (the text format's escapes); no blanks, no
+ * trailing comma; nothing after the '}'. Returns 0, -EINVAL (e's message
+ * says what is wrong, quoting the name) or -ENOMEM.
+ */
+static inline int tally__export_parse_labels(struct tally_export *e, const char *name,
+					     unsigned item, size_t *base_len, char **out)
+{
+	const char *brace = strchr(name, '{'), *p;
+	const char *why = NULL;
+	char *buf, *o, *sorted, **pairs;
+	size_t n = strlen(name);
+	unsigned nr = 0, i, j;
+	*out = NULL;
+	*base_len = brace ? (size_t)(brace - name) : n;
+	if (!brace)
+		return 0;
+	/* Unescaped values are never longer than their source. */
+	buf = (char *)malloc(n + 2);
+	pairs = (char **)malloc((n / 4 + 1) * sizeof(char *));
+	if (!buf || !pairs) {
+		free(buf);
+		free(pairs);
+		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+	}
+	o = buf;
+	p = brace + 1;
+	for (;;) {
+		char *v;
+		pairs[nr] = o;
+		if (!tally__export_label_start(*p)) {
+			why = "a label name must start with a letter or '_'";
+			break;
+		}
+		if (p[0] == '_' && p[1] == '_') {
+			why = "a label name starts with '__' (reserved by Prometheus)";
+			break;
+		}
+		while (tally__export_label_start(*p) || (*p >= '0' && *p <= '9'))
+			*o++ = *p++;
+		*o++ = '\0';
+		if (p[0] != '=' || p[1] != '"') {
+			why = "a label name must be followed by =\"value\"";
+			break;
+		}
+		p += 2;
+		v = o;
+		while (*p && *p != '"') {
+			if (*p == '\\') {
+				if (p[1] == '\\' || p[1] == '"')
+					*o++ = p[1];
+				else if (p[1] == 'n')
+					*o++ = '\n';
+				else
+					break;
+				p += 2;
+			} else {
+				*o++ = *p++;
+			}
+		}
+		if (*p != '"') {
+			why = *p ? "a label value has an escape other than \\\\, \\\" or \\n"
+				 : "a label value has no closing quote";
+			break;
+		}
+		if (!tally__utf8_ok(v, (size_t)(o - v))) {
+			why = "a label value is not valid UTF-8";
+			break;
+		}
+		*o++ = '\0';
+		nr++;
+		p++;
+		if (*p == ',') {
+			p++;
+			continue;
+		}
+		if (p[0] != '}' || p[1]) {
+			why = "labels must be name=\"value\" pairs separated by ',' and end "
+			      "with the name's last '}'";
+			break;
+		}
+		break;
+	}
+	/* Sorted by name (insertion: few labels), each name once. */
+	for (i = 1; !why && i < nr; i++) {
+		char *x = pairs[i];
+		for (j = i; j > 0 && strcmp(pairs[j - 1], x) > 0; j--)
+			pairs[j] = pairs[j - 1];
+		pairs[j] = x;
+	}
+	for (i = 1; !why && i < nr; i++)
+		if (!strcmp(pairs[i - 1], pairs[i]))
+			why = "a label name appears twice";
+	sorted = why ? NULL : (char *)malloc((size_t)(o - buf) + 1);
+	if (!why && sorted) {
+		char *q = sorted;
+		for (i = 0; i < nr; i++) {
+			size_t a = strlen(pairs[i]) + 1, b = strlen(pairs[i] + a) + 1;
+			memcpy(q, pairs[i], a + b);
+			q += a + b;
+		}
+		*q = '\0';
+	}
+	free(buf);
+	free(pairs);
+	if (why) {
+		tally__export_fail(e, -EINVAL, "item %u's name '%s': ", name, item);
+		/* The name was quoted first; then the reason. */
+		tally__export_fail_more(e, why);
+		return -EINVAL;
+	}
+	if (!sorted)
+		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+	*out = sorted;
+	return 0;
+}
+
+/* v in decimal at d (room for 11 bytes), NUL-ended; returns d. */
+static inline char *tally__export_utoa(char *d, unsigned v)
+{
+	unsigned len = 0, x = v, m;
+	do
+		len++;
+	while ((x /= 10));
+	for (m = 0; m < len; m++, v /= 10)
+		d[len - 1 - m] = (char)('0' + v % 10);
+	d[len] = '\0';
+	return d;
+}
+
+/* The name of unnamed item i, "item<i>", at d (room for 16 bytes). */
+static inline const char *tally__export_item_name(char *d, unsigned i)
+{
+	strcpy(d, "item");
+	tally__export_utoa(d + 4, i);
+	return d;
+}
+
 /* Fill fams[0..n) for items of a source: name prefix_item[suffix], help,
  * kind. names/helps/kinds may be NULL. */
 static inline void tally__export_fill_families(struct tally__export_family *fams, unsigned n,
@@ -225,17 +418,8 @@ static inline void tally__export_fill_families(struct tally__export_family *fams
 		const char *nm = names ? names[i] : NULL;
 		if (!nm && !names && vec)
 			nm = tally_vec_item_name(vec, i);
-		if (!nm) {
-			unsigned v = i, len = 0, m;
-			do
-				len++;
-			while ((v /= 10));
-			memcpy(num, "item", 4);
-			for (v = i, m = 0; m < len; m++, v /= 10)
-				num[4 + len - 1 - m] = (char)('0' + v % 10);
-			num[4 + len] = '\0';
-			nm = num;
-		}
+		if (!nm)
+			nm = tally__export_item_name(num, i);
 		fams[i].name = tally__export_join(prefix, nm, NULL);
 		if (helps && tally__export_help_given(helps[i]))
 			fams[i].help = tally__export_strdup(helps[i]);

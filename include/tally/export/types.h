@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export/types.h - the private parts of an exporter (private; include
  * <tally/export.h>): a registered source, its families, the widened
  * state of a counter series, and the output sink of a render.
@@ -51,14 +52,24 @@ struct tally__export_source {
 	void *priv;
 };
 
-/* One metric family. */
+/*
+ * One metric family. Its series in a row: one at column without labels of
+ * its own (nr_cols 0), or nr_cols of them (a vector's items named
+ * "family{label=\"value\"}"), series c at cols[c] with the labels
+ * col_labels[c] (NULL: none; else "name\0value\0...name\0value\0\0",
+ * values unescaped, sorted by name). A row's label (a tree's group) comes
+ * first.
+ */
 struct tally__export_family {
 	char *name;
 	char *help;
 	unsigned source;       /* index of its source */
-	unsigned column;       /* offset of its value in a row */
+	unsigned column;       /* offset of its value in a row (nr_cols 0) */
 	unsigned char kind;    /* enum tally_export_kind */
 	unsigned char in_stat; /* rendered in TALLY_EXPORT_STAT */
+	unsigned nr_cols, cap_cols;
+	unsigned *cols;
+	char **col_labels;
 };
 
 

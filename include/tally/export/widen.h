@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/export/widen.h - counters widened to 64 bits (private; include
  * <tally/export.h>): per series the last raw word and a 64-bit total; a
  * render adds the modular delta, and holds a decrement (see the header

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/hist/cut.h - the cut that snapshots and resets take (private;
  * include <tally/hist.h>), and why it is exact.
  *

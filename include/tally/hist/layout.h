@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/hist/layout.h - where a tally_hist keeps its words and which bucket
  * a value falls in (private; include <tally/hist.h>).
  *

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/hist/record.h - a record's adds (private; include <tally/hist.h>):
  * the bucket's half in the active bank, then the bank's sum and done
  * count, each step one committing store.

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/pcpu/arena.h - the per-CPU arena under every primitive (private;
  * include <tally/pcpu.h>): CPU-major regions, objects at one offset in
  * every region, allocation and free under a lock, growth by new chunks.

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/flush.h - the flush walk and group lifetimes of
  * tally/rstat.h (private; include <tally/rstat.h>): the kernel's
  * css_rstat_flush() (kernel/cgroup/rstat.c) with

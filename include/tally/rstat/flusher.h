@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/flusher.h - the clock, the ratelimit and the periodic flusher
  * thread of tally/rstat.h (private; include <tally/rstat.h>): the kernel's
  * flush_memcg_stats_dwork() and mem_cgroup_flush_stats_ratelimited() in

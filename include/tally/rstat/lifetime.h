@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/lifetime.h - creating and destroying trees and groups for
  * tally/rstat.h (private; include <tally/rstat.h>): allocation, group ids,
  * the O(1) unlink of a destroyed group, its deferred free through the
@@ -21,6 +22,7 @@
 static inline void tally__group_free(struct tally_group *g)
 {
 	free(g->tally__name.p);
+	free(g->tally__base.p);
 	tally__pcpu_free(&g->tally__pcpu);
 	free(g);
 }
@@ -135,6 +137,14 @@ static inline struct tally_tree *tally__rstat_tree_create(const struct tally_tre
 	t->tally__word_off = hdr;
 	t->tally__prev_off = hdr + o->nr_items * sizeof(tally_uword);
 	t->tally__rcu.flavor = o->flavor ? o->flavor : &TALLY_URCU_DEFAULT_FLAVOR;
+	t->tally__rcu.auto_register =
+		TALLY__URCU_AUTO_REGISTER && t->tally__rcu.flavor == &TALLY_URCU_DEFAULT_FLAVOR;
+	if (o->item_flags) {
+		t->tally__item_flags = (unsigned char *)malloc(o->nr_items);
+		if (!t->tally__item_flags)
+			goto nomem_t;
+		memcpy(t->tally__item_flags, o->item_flags, o->nr_items);
+	}
 	t->tally__clock.now = o->clock;
 	t->tally__clock.arg = o->clock_arg;
 	t->tally__clock.period_ns = o->period_ns ? o->period_ns : (uint64_t)TALLY_RSTAT_PERIOD_NS;
@@ -164,40 +174,57 @@ nomem_ids:
 	free(t->tally__flush.lists);
 	tally__rstat_ids_free(&t->tally__ids);
 nomem_t:
+	free(t->tally__item_flags);
 	free(t);
 nomem:
 	errno = ENOMEM;
 	return NULL;
 }
 
-/* tally_group_create(), parent not NULL. */
-static inline struct tally_group *tally__rstat_group_create(struct tally_group *parent)
+/* Whether parent has a live child named name (flush lock). */
+static inline int tally__rstat_child_named(const struct tally_group *parent, const char *name)
+{
+	const struct tally_group *c;
+	for (c = parent->tally__links.first_child; c; c = c->tally__links.next_sibling)
+		if (!c->tally__dead && c->tally__name.p && !strcmp(c->tally__name.p, name))
+			return 1;
+	return 0;
+}
+
+/* tally_group_create() and tally_group_create_named(), parent not NULL;
+ * name: the group's own copy (freed here on failure) or NULL. A named
+ * group is published with its name: no walker sees it unnamed. */
+static inline struct tally_group *tally__rstat_group_create(struct tally_group *parent, char *name)
 {
 	struct tally_tree *t;
 	struct tally_group *g, *first;
+	int err = 0;
 	t = parent->tally__tree;
 	/* The depth bound (rstat.h): before anything is allocated. A
 	 * destroyed parent is refused with EINVAL below, whatever its depth. */
 	if (parent->tally__links.depth >= TALLY_RSTAT_DEPTH_MAX && !tally__load(&parent->tally__dead)) {
+		free(name);
 		errno = E2BIG;
 		return NULL;
 	}
 	g = tally__group_alloc(t, parent);
 	if (!g) {
+		free(name);
 		errno = ENOMEM;
 		return NULL;
 	}
+	g->tally__name.p = name;
 	pthread_mutex_lock(&t->tally__flush.lock);
-	if (tally__bad(tally__load(&parent->tally__dead))) {
+	if (tally__load(&parent->tally__dead))
+		err = tally__rcu_dead(name ? "tally_group_create_named" : "tally_group_create");
+	else if (name && tally__rstat_child_named(parent, name))
+		err = -EEXIST;
+	else if (tally__rstat_id_alloc(t, g))
+		err = -ENOMEM;
+	if (err) {
 		pthread_mutex_unlock(&t->tally__flush.lock);
 		tally__group_free(g);
-		errno = EINVAL;
-		return NULL;
-	}
-	if (tally__rstat_id_alloc(t, g)) {
-		pthread_mutex_unlock(&t->tally__flush.lock);
-		tally__group_free(g);
-		errno = ENOMEM;
+		errno = -err;
 		return NULL;
 	}
 	first = parent->tally__links.first_child;
@@ -213,24 +240,11 @@ static inline struct tally_group *tally__rstat_group_create(struct tally_group *
 	return g;
 }
 
-/* tally_group_destroy(), g not NULL. */
-static inline int tally__rstat_group_destroy(struct tally_group *g)
+/* Destroy g (alive, not the root, no live children) under the flush
+ * lock; its deferred free is tally__rstat_defer_free(), after the unlock. */
+static inline void tally__rstat_destroy_locked(struct tally_tree *t, struct tally_group *g)
 {
-	struct tally_tree *t;
-	struct tally_group *p, *prev, *next;
-	t = g->tally__tree;
-	p = g->tally__links.parent;
-	if (tally__bad(!p))
-		return -EINVAL;
-	pthread_mutex_lock(&t->tally__flush.lock);
-	if (tally__bad(tally__load(&g->tally__dead))) {
-		pthread_mutex_unlock(&t->tally__flush.lock);
-		return -EINVAL;
-	}
-	if (g->tally__links.nr_children) {
-		pthread_mutex_unlock(&t->tally__flush.lock);
-		return -EBUSY;
-	}
+	struct tally_group *p = g->tally__links.parent, *prev, *next;
 	/* Everything so far into p's pending; g leaves every updated tree. */
 	tally__rstat_flush_locked(t, g);
 	tally__rstat_hand_over(t, g, p);
@@ -249,10 +263,104 @@ static inline int tally__rstat_group_destroy(struct tally_group *g)
 	p->tally__links.nr_children--;
 	t->tally__flush.nr_groups--;
 	tally__add(&t->tally__rcu.deferred, 1ul);
-	pthread_mutex_unlock(&t->tally__flush.lock);
+}
+
+/* Free a destroyed g after a grace period (outside the flush lock). */
+static inline void tally__rstat_defer_free(struct tally_tree *t, struct tally_group *g)
+{
 	/* Pairs with tally__tsan_acquire(g) in tally__group_free_rcu(). */
 	tally__tsan_release(g);
 	t->tally__rcu.flavor->update_call_rcu(&g->tally__rcu, tally__group_free_rcu);
+}
+
+/* tally_group_destroy(), g not NULL. */
+static inline int tally__rstat_group_destroy(struct tally_group *g)
+{
+	struct tally_tree *t = g->tally__tree;
+	if (tally__bad(!g->tally__links.parent))
+		return -EINVAL;
+	tally__rcu_need_registered(t, "tally_group_destroy");
+	pthread_mutex_lock(&t->tally__flush.lock);
+	if (tally__load(&g->tally__dead)) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		return tally__rcu_dead("tally_group_destroy");
+	}
+	if (g->tally__links.nr_children) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		return -EBUSY;
+	}
+	tally__rstat_destroy_locked(t, g);
+	pthread_mutex_unlock(&t->tally__flush.lock);
+	tally__rstat_defer_free(t, g);
+	return 0;
+}
+
+/*
+ * g's live subtree, children before parents, into *out (malloc'd;
+ * the caller frees it); the count, or 0 with *out NULL when out of
+ * memory. Flush lock. Reversed pre-order: every group comes after all
+ * of its descendants.
+ */
+static inline size_t tally__rstat_subtree(struct tally_group *g, struct tally_group ***out)
+{
+	struct tally_group **v, *stack, *x, *c;
+	size_t n = 0, i;
+	/* Count (walk_next as the stack). */
+	g->tally__walk_next = NULL;
+	for (stack = g; stack;) {
+		x = stack;
+		stack = x->tally__walk_next;
+		n++;
+		for (c = x->tally__links.first_child; c; c = c->tally__links.next_sibling) {
+			c->tally__walk_next = stack;
+			stack = c;
+		}
+	}
+	*out = v = (struct tally_group **)malloc(n * sizeof(struct tally_group *));
+	if (!v)
+		return 0;
+	i = n;
+	g->tally__walk_next = NULL;
+	for (stack = g; stack;) {
+		x = stack;
+		stack = x->tally__walk_next;
+		v[--i] = x;
+		for (c = x->tally__links.first_child; c; c = c->tally__links.next_sibling) {
+			c->tally__walk_next = stack;
+			stack = c;
+		}
+	}
+	return n;
+}
+
+/* tally_group_destroy_subtree(), g not NULL. */
+static inline int tally__rstat_group_destroy_subtree(struct tally_group *g)
+{
+	struct tally_tree *t = g->tally__tree;
+	struct tally_group **v;
+	size_t i, n;
+	if (tally__bad(!g->tally__links.parent))
+		return -EINVAL;
+	tally__rcu_need_registered(t, "tally_group_destroy_subtree");
+	pthread_mutex_lock(&t->tally__flush.lock);
+	if (tally__load(&g->tally__dead)) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		return tally__rcu_dead("tally_group_destroy_subtree");
+	}
+	n = tally__rstat_subtree(g, &v);
+	if (!n) {
+		pthread_mutex_unlock(&t->tally__flush.lock);
+		return -ENOMEM;
+	}
+	/* Children first: each hands its counts to its parent, which is
+	 * destroyed next and hands them on; g's go to its live parent. */
+	for (i = 0; i < n; i++)
+		tally__rstat_destroy_locked(t, v[i]);
+	pthread_mutex_unlock(&t->tally__flush.lock);
+	/* Dead now, and freed only by the callbacks queued here. */
+	for (i = 0; i < n; i++)
+		tally__rstat_defer_free(t, v[i]);
+	free(v);
 	return 0;
 }
 
@@ -279,6 +387,7 @@ static inline void tally__rstat_tree_destroy(struct tally_tree *t)
 	free(t->tally__flush.lists);
 	tally__rstat_ids_free(&t->tally__ids);
 	tally__rstat_names_free(t);
+	free(t->tally__item_flags);
 	free(t);
 }
 

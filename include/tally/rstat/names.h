@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/names.h - item names for a tree and a name for each group
  * (private; include <tally/rstat.h>), so that a group has a path ("/",
  * "/a", "/a/b") and exporters can render trees by name.
@@ -16,7 +17,7 @@
 #  error "tally/rstat/names.h is private: include <tally/rstat.h>"
 #endif
 
-/* Longest group name, in bytes. */
+/** Longest group name, in bytes. */
 #define TALLY_GROUP_NAME_MAX 255
 
 
@@ -33,7 +34,7 @@ static inline void tally__rstat_names_free(struct tally_tree *t)
 	t->tally__item_names = NULL;
 }
 
-/*
+/**
  * tally_tree_set_item_names - give t's items names: names has one entry
  * per item, each a string or NULL (unnamed). Copied: the caller's strings
  * may go away afterwards. Not validated beyond that (any bytes but NUL):
@@ -80,7 +81,7 @@ static inline int tally_tree_set_item_names(struct tally_tree *t, const char *co
 	return 0;
 }
 
-/*
+/**
  * tally_tree_item_name - item's name (t's own copy, valid until
  * tally_tree_destroy()), or NULL: no names set, the item unnamed or out
  * of range, NULL t. Wait-free; any thread.
@@ -95,7 +96,16 @@ static inline const char *tally_tree_item_name(const struct tally_tree *t, unsig
 	return names ? names[item] : NULL;
 }
 
-/*
+/* A group name's rules: 1..TALLY_GROUP_NAME_MAX bytes of valid UTF-8,
+ * without '/'. Its length in *len. */
+static inline int tally__rstat_name_ok(const char *name, size_t *len)
+{
+	*len = strlen(name);
+	return *len && *len <= TALLY_GROUP_NAME_MAX && !memchr(name, '/', *len) &&
+	       tally__utf8_ok(name, *len);
+}
+
+/**
  * tally_group_set_name - name g (not the root: its path is "/"). The name
  * is one path component: 1..TALLY_GROUP_NAME_MAX bytes of valid UTF-8,
  * without '/'. Copied. Siblings with one name are not refused here (an
@@ -113,9 +123,9 @@ static inline int tally_group_set_name(struct tally_group *g, const char *name)
 	size_t len;
 	if (tally__bad(!g || !name || !g->tally__links.parent))
 		return -EINVAL;
-	len = strlen(name);
-	if (!len || len > TALLY_GROUP_NAME_MAX || memchr(name, '/', len) ||
-	    !tally__utf8_ok(name, len) || tally__load(&g->tally__dead))
+	if (tally__load(&g->tally__dead))
+		return tally__rcu_dead("tally_group_set_name");
+	if (!tally__rstat_name_ok(name, &len))
 		return -EINVAL;
 	if (__atomic_load_n(&g->tally__name.p, __ATOMIC_ACQUIRE))
 		return -EBUSY;
@@ -132,7 +142,7 @@ static inline int tally_group_set_name(struct tally_group *g, const char *name)
 	return 0;
 }
 
-/*
+/**
  * tally_group_name - g's name (g's own copy, valid while g is), or NULL:
  * unnamed, the root, NULL g. Wait-free; any thread (on a group another
  * thread may destroy: inside tally_tree_read_lock()).

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/threshold.h - the per-group flush thresholds of
  * tally/rstat.h (private; include <tally/rstat.h>): the kernel's
  * memcg_rstat_updated() and memcg_vmstats_needs_flush() in mm/memcontrol.c,

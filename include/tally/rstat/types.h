@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/types.h - the private parts of struct tally_tree and struct
  * tally_group (private; include <tally/rstat.h>), one struct per concern:
  * the updated set (dirty records, per-slot headers, ids), the flush, the
@@ -133,6 +134,9 @@ struct tally__rstat_rcu {
 	const struct rcu_flavor_struct *flavor;
 	unsigned long deferred; /* call_rcu frees not yet done; atomic */
 	int tsan_token;         /* ThreadSanitizer's grace-period token */
+	/* The flavor registers threads by itself (urcu-bp): TALLY_DEBUG's
+	 * registration checks are skipped (rstat/rcu.h). Set at creation. */
+	int auto_register;
 };
 
 /* ---- struct tally_group ---------------------------------------------------- */

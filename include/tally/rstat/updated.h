@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/updated.h - the updated set of tally/rstat.h (private; include
  * <tally/rstat.h>): which groups have updates a flush has not consumed.
  * The kernel keeps this in css_rstat_updated() and the per-CPU updated

@@ -1,10 +1,12 @@
-/*
+/**
+ * @file
  * tally/vec/banks.h - multi-item updates seen whole (private; include
- * <tally/vec.h>): the two banks of TALLY_VEC_MULTI, the update that adds
- * to the active one, and the cut that snapshots and resets take.
+ * <tally/vec.h>): the two banks of TALLY_VEC_MULTI / TALLY_VEC_ITEM_MULTI,
+ * the update that adds to the active one, and the cut that snapshots and
+ * resets take.
  *
- * Each CPU slot and item has two bank words, bank[0] and bank[1], beside
- * its word w. A multi-item update adds all of its deltas to the bank that
+ * Each CPU slot and item that takes part has two bank words, bank[0] and
+ * bank[1], beside its word w. A multi-item update adds all of its deltas to the bank that
  * is active when it starts (tally__active_bank), announcing itself in the
  * slot's in-flight counter for that bank while it adds. A cut (under the
  * vector's lock) reads every w and the idle bank, makes the idle bank the
@@ -115,16 +117,19 @@ static inline void tally__vec_cut(const struct tally_vec *v, tally_uword *out)
 	active = tally__load(&v->tally__active_bank); /* only lock holders store it */
 	idle = active ^ 1u;
 	for (s = 0; s < slots; s++)
-		for (i = 0; i < nr; i++)
-			out[i] += tally__load(&tally__vec_slot(v, s, i)->w) +
-				  tally__load(&tally__vec_bank(v, s, i)[idle]);
+		for (i = 0; i < nr; i++) {
+			out[i] += tally__load(&tally__vec_slot(v, s, i)->w);
+			if (tally__vec_has_banks(v, i))
+				out[i] += tally__load(&tally__vec_bank(v, s, i)[idle]);
+		}
 	/* seq_cst: pairs with the update's seq_cst increment and re-load
 	 * (tally__vec_add_multi). */
 	__atomic_store_n(&m->tally__active_bank, idle, __ATOMIC_SEQ_CST);
 	tally__vec_drain(v, active);
 	for (s = 0; s < slots; s++)
 		for (i = 0; i < nr; i++)
-			out[i] += tally__load(&tally__vec_bank(v, s, i)[active]);
+			if (tally__vec_has_banks(v, i))
+				out[i] += tally__load(&tally__vec_bank(v, s, i)[active]);
 }
 
 #endif /* TALLY_VEC_BANKS_H */

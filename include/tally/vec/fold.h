@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/vec/fold.h - when and how tally_vec folds (private; include
  * <tally/vec.h>): the default threshold (the kernel's
  * calculate_normal_threshold(), mm/vmstat.c), the fold check after each
@@ -147,7 +148,7 @@ static inline void tally__vec_fold_all(struct tally_vec *v)
 			if (v->tally__item_threshold[i] < 0)
 				continue;
 			tally__pcpu_fold(&p->w, &p->base, &v->tally__global[i], 0, TALLY__FOLD_ALL);
-			if (!(v->tally__flags & TALLY_VEC_MULTI))
+			if (!tally__vec_has_banks(v, i))
 				continue;
 			for (k = 0; k < 2; k++)
 				tally__pcpu_fold(&tally__vec_bank(v, s, i)[k],

@@ -1,14 +1,20 @@
-/*
+/**
+ * @file
  * tally/vec/layout.h - where tally_vec keeps its words (private; include
  * <tally/vec.h>): the per-CPU chunk of each slot, the words of one item in
  * it, a slot's value of an item, the exact sum over slots, the reset
  * baseline, and the vector's lock.
  *
- * A slot's chunk, item_stride bytes per item, then (TALLY_VEC_MULTI) the
- * slot's two in-flight counters:
- *   item 0: w, base [, bank[0], bank[1], bank_base[0], bank_base[1]]
+ * A slot's chunk: item_stride bytes per item, then the banks of the
+ * items that take part in multi-item updates (bank_of[item] numbers
+ * them), then the slot's two in-flight counters (banks only where some
+ * item has them: TALLY_VEC_MULTI, TALLY_VEC_ITEM_MULTI):
+ *   item 0: w, base
  *   item 1: ...
- *   in-flight[0], in-flight[1]   (TALLY_VEC_MULTI only)
+ *   banks 0 (of item j with bank_of[j] == 0): bank[0], bank[1],
+ *            bank_base[0], bank_base[1]
+ *   banks 1: ...
+ *   in-flight[0], in-flight[1]
  * w and the bank words are written by tally__pcpu_add only; their bases
  * by tally__pcpu_fold's CAS only (tally/pcpu.h, "the fold").
  */
@@ -26,9 +32,11 @@ struct tally__vec_pcpu {
 	tally_uword base; /* w - the slot's unfolded diff; changed by CAS only */
 };
 
-/* Words per item in a slot's chunk. */
+/* Words per item in a slot's chunk; words of one item's banks. */
 #define TALLY__VEC_WORDS 2u
-#define TALLY__VEC_WORDS_MULTI 6u
+#define TALLY__VEC_BANK_WORDS 4u
+/* bank_of[item] of an item without banks. */
+#define TALLY__VEC_NO_BANKS (~0u)
 
 TALLY__INLINE struct tally__vec_pcpu *tally__vec_slot(const struct tally_vec *v, unsigned s,
 						      unsigned item)
@@ -37,39 +45,54 @@ TALLY__INLINE struct tally__vec_pcpu *tally__vec_slot(const struct tally_vec *v,
 							(size_t)item * v->tally__item_stride);
 }
 
-/* Byte offset of item's bank word k in a slot's chunk (TALLY_VEC_MULTI). */
+/* Does item take part in multi-item updates (has banks)? */
+TALLY__INLINE bool tally__vec_has_banks(const struct tally_vec *v, unsigned item)
+{
+	return v->tally__bank_of[item] != TALLY__VEC_NO_BANKS;
+}
+
+/* Byte offset of item's banks in a slot's chunk (item has banks). */
+TALLY__INLINE size_t tally__vec_banks_off(const struct tally_vec *v, unsigned item)
+{
+	return v->tally__banks_off +
+	       (size_t)v->tally__bank_of[item] * TALLY__VEC_BANK_WORDS * sizeof(tally_uword);
+}
+
+/* Byte offset of item's bank word k in a slot's chunk (item has banks). */
 TALLY__INLINE size_t tally__vec_bank_off(const struct tally_vec *v, unsigned item, unsigned k)
 {
-	return (size_t)item * v->tally__item_stride + (2 + k) * sizeof(tally_uword);
+	return tally__vec_banks_off(v, item) + k * sizeof(tally_uword);
 }
 
-/* The bank words bank[0], bank[1] of item in slot s (TALLY_VEC_MULTI only). */
+/* The bank words bank[0], bank[1] of item in slot s (item has banks). */
 TALLY__INLINE tally_uword *tally__vec_bank(const struct tally_vec *v, unsigned s, unsigned item)
 {
-	return (tally_uword *)tally__vec_slot(v, s, item) + 2;
+	return (tally_uword *)tally__pcpu_at(&v->tally__pcpu, s, tally__vec_banks_off(v, item));
 }
 
-/* The bases of the bank words (TALLY_VEC_MULTI only). */
+/* The bases of the bank words (item has banks). */
 TALLY__INLINE tally_uword *tally__vec_bank_base(const struct tally_vec *v, unsigned s,
 						unsigned item)
 {
-	return (tally_uword *)tally__vec_slot(v, s, item) + 4;
+	return tally__vec_bank(v, s, item) + 2;
 }
 
-/* Slot s's in-flight counters of multi-item updates, one per bank. */
+/* Slot s's in-flight counters of multi-item updates, one per bank (a vec
+ * with banks). */
 TALLY__INLINE tally_uword *tally__vec_inflight(const struct tally_vec *v, unsigned s)
 {
 	return (tally_uword *)tally__pcpu_at(&v->tally__pcpu, s,
-					     (size_t)v->tally__nr_items * v->tally__item_stride);
+					     v->tally__banks_off + (size_t)v->tally__nr_banked *
+									   TALLY__VEC_BANK_WORDS *
+									   sizeof(tally_uword));
 }
 
-/* A slot's raw value of an item: w (+ both banks with TALLY_VEC_MULTI). */
-TALLY__INLINE tally_uword tally__vec_value(const struct tally_vec *v,
-					   const struct tally__vec_pcpu *p)
+/* Slot s's raw value of item: w (+ both banks where it has them). */
+TALLY__INLINE tally_uword tally__vec_value(const struct tally_vec *v, unsigned s, unsigned item)
 {
-	tally_uword x = tally__load(&p->w);
-	if (v->tally__flags & TALLY_VEC_MULTI) {
-		const tally_uword *bank = (const tally_uword *)p + 2;
+	tally_uword x = tally__load(&tally__vec_slot(v, s, item)->w);
+	if (tally__vec_has_banks(v, item)) {
+		const tally_uword *bank = tally__vec_bank(v, s, item);
 		x += tally__load(&bank[0]) + tally__load(&bank[1]);
 	}
 	return x;
@@ -81,7 +104,7 @@ static inline tally_uword tally__vec_raw(const struct tally_vec *v, unsigned ite
 	unsigned s, n = tally__pcpu_slots(&v->tally__pcpu);
 	tally_uword sum = 0;
 	for (s = 0; s < n; s++)
-		sum += tally__vec_value(v, tally__vec_slot(v, s, item));
+		sum += tally__vec_value(v, s, item);
 	return sum;
 }
 

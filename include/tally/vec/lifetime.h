@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/vec/lifetime.h - setting a tally_vec up and tearing it down
  * (private; include <tally/vec.h>): checking the options, copying the item
  * names, allocating the globals, baselines and per-CPU chunks.
@@ -24,29 +25,50 @@ static inline int tally__vec_opts_ok(const struct tally_vec_opts *o)
 			if (o->thresholds[i] != TALLY_VEC_EXACT &&
 			    (o->thresholds[i] < 0 || o->thresholds[i] > TALLY_VEC_THRESHOLD_MAX))
 				return 0;
+	if (o->item_flags)
+		for (i = 0; i < o->nr_items; i++)
+			if (o->item_flags[i] & ~TALLY__VEC_ITEM_FLAGS)
+				return 0;
 	return 1;
 }
 
-/* Copy names into one block: nr pointers, then the strings. */
+/* A copy of name (NULL for NULL) into *out; -ENOMEM leaves *out alone. */
+static inline int tally__vec_dup_name(const char *name, char **out)
+{
+	char *d = NULL;
+	if (name) {
+		size_t n = strlen(name) + 1;
+		d = (char *)malloc(n);
+		if (!d)
+			return -ENOMEM;
+		memcpy(d, name, n);
+	}
+	*out = d;
+	return 0;
+}
+
+static inline void tally__vec_free_names(char **names, unsigned nr)
+{
+	unsigned i;
+	if (!names)
+		return;
+	for (i = 0; i < nr; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* Copy names: nr pointers, each to a string of its own (so one can be
+ * replaced, tally_vec_set_item_name) or NULL. names NULL: all NULL. */
 static inline char **tally__vec_copy_names(const char *const *names, unsigned nr)
 {
-	size_t len = (size_t)nr * sizeof(char *);
 	unsigned i;
-	char **out, *p;
-	for (i = 0; i < nr; i++)
-		if (names[i])
-			len += strlen(names[i]) + 1;
-	out = (char **)malloc(len);
+	char **out = (char **)calloc(nr, sizeof(char *));
 	if (!out)
 		return NULL;
-	p = (char *)(out + nr);
-	for (i = 0; i < nr; i++) {
-		out[i] = NULL;
-		if (names[i]) {
-			size_t n = strlen(names[i]) + 1;
-			memcpy(p, names[i], n);
-			out[i] = p;
-			p += n;
+	for (i = 0; names && i < nr; i++) {
+		if (tally__vec_dup_name(names[i], &out[i])) {
+			tally__vec_free_names(out, i);
+			return NULL;
 		}
 	}
 	return out;
@@ -57,7 +79,7 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 {
 	unsigned i, nr = o->nr_items;
 	int t, err = -ENOMEM;
-	size_t words, chunk;
+	size_t chunk;
 	struct tally_vec n;
 	memset(&n, 0, sizeof(n));
 	if (o->flags & TALLY_VEC_EXACT_ONLY)
@@ -67,24 +89,39 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 	n.tally__nr_items = nr;
 	n.tally__threshold = t;
 	n.tally__flags = o->flags;
-	words = (o->flags & TALLY_VEC_MULTI) ? TALLY__VEC_WORDS_MULTI : TALLY__VEC_WORDS;
-	n.tally__item_stride = words * sizeof(tally_uword);
+	n.tally__item_stride = TALLY__VEC_WORDS * sizeof(tally_uword);
 	/* One block: the globals, the baselines, reset's cut. */
 	n.tally__global = (tally_uword *)calloc(3 * (size_t)nr, sizeof(tally_uword));
-	n.tally__item_threshold = (int *)malloc((size_t)nr * sizeof(int));
-	if (o->names)
-		n.tally__names = tally__vec_copy_names(o->names, nr);
-	if (!n.tally__global || !n.tally__item_threshold || (o->names && !n.tally__names))
+	/* One block: the thresholds, the bank numbers, the item flags. */
+	n.tally__item_threshold =
+		(int *)malloc((size_t)nr * (sizeof(int) + sizeof(unsigned) + 1));
+	/* Always an array (of NULLs without names): a rename later writes
+	 * its item's entry alone. */
+	n.tally__names = tally__vec_copy_names(o->names, nr);
+	if (!n.tally__global || !n.tally__item_threshold || !n.tally__names)
 		goto fail;
 	n.tally__baseline = n.tally__global + nr;
 	n.tally__reset_cut = n.tally__global + 2 * (size_t)nr;
-	for (i = 0; i < nr; i++)
+	n.tally__bank_of = (unsigned *)(n.tally__item_threshold + nr);
+	n.tally__item_flags = (unsigned char *)(n.tally__bank_of + nr);
+	for (i = 0; i < nr; i++) {
+		unsigned char f = o->item_flags ? o->item_flags[i] : 0;
 		n.tally__item_threshold[i] =
 			o->thresholds && o->thresholds[i] ? o->thresholds[i] : t;
-	/* MULTI: two in-flight counters per CPU after the items' words. */
+		if (o->flags & TALLY_VEC_MULTI)
+			f |= TALLY_VEC_ITEM_MULTI;
+		n.tally__item_flags[i] = f;
+		n.tally__bank_of[i] =
+			(f & TALLY_VEC_ITEM_MULTI) ? n.tally__nr_banked++ : TALLY__VEC_NO_BANKS;
+	}
+	/* Banks: after the items' words, then two in-flight counters. */
 	chunk = (size_t)nr * n.tally__item_stride;
-	if (o->flags & TALLY_VEC_MULTI)
-		chunk += 2 * sizeof(tally_uword);
+	n.tally__banks_off = chunk;
+	if (n.tally__nr_banked) {
+		n.tally__flags |= TALLY_VEC_MULTI;
+		chunk += ((size_t)n.tally__nr_banked * TALLY__VEC_BANK_WORDS + 2) *
+			 sizeof(tally_uword);
+	}
 	err = tally__pcpu_alloc(&n.tally__pcpu, chunk);
 	if (err)
 		goto fail;
@@ -102,7 +139,7 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 fail:
 	free(n.tally__global);
 	free(n.tally__item_threshold);
-	free(n.tally__names);
+	tally__vec_free_names(n.tally__names, nr);
 	return err;
 }
 
@@ -111,9 +148,11 @@ static inline void tally__vec_teardown(struct tally_vec *v)
 {
 	free(v->tally__global);
 	free(v->tally__item_threshold);
-	free(v->tally__names);
+	tally__vec_free_names(v->tally__names, v->tally__nr_items);
 	v->tally__global = v->tally__baseline = v->tally__reset_cut = NULL;
 	v->tally__item_threshold = NULL;
+	v->tally__item_flags = NULL;
+	v->tally__bank_of = NULL;
 	v->tally__names = NULL;
 	pthread_mutex_destroy(&v->tally__lock);
 	tally__pcpu_free(&v->tally__pcpu);

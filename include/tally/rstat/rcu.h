@@ -1,0 +1,109 @@
+/**
+ * @file
+ * tally/rstat/rcu.h - the RCU rules of tally/rstat.h checked in
+ * TALLY_DEBUG builds (private; include <tally/rstat.h>).
+ *
+ * A thread that uses a group another thread may destroy must be
+ * registered with the tree's RCU flavor and hold a read-side section; a
+ * thread that destroys must be registered. Broken, either rule is a
+ * use-after-free some time later, far from the mistake. In TALLY_DEBUG
+ * builds tally keeps, per thread, how many flavors it registered through
+ * tally_tree_register_thread() and how deep it is in
+ * tally_tree_read_lock() sections, and the calls check them:
+ *   - tally_tree_read_lock(), tally_group_destroy(),
+ *     tally_group_destroy_subtree(), tally_group_for_each_child() and
+ *     tally_group_find_child() need a registered thread;
+ *   - a call on a destroyed group needs a read-side section (outside one
+ *     the group may be freed at any moment: the call was a use-after-free
+ *     that happened to come early).
+ * A broken rule aborts with a message that names the call and the rule.
+ * With a flavor that registers threads by itself (urcu-bp, see
+ * TALLY_URCU_BP in config.h) the registration checks are skipped.
+ * The per-thread record is one weak thread-local symbol, so every
+ * translation unit of a program shares it; they must agree on
+ * TALLY_DEBUG, and threads must register and lock through tally's calls
+ * (urcu_memb_register_thread() directly is not seen). Release builds keep
+ * nothing and check nothing.
+ */
+#ifndef TALLY_RSTAT_RCU_H
+#define TALLY_RSTAT_RCU_H
+
+#if !defined(TALLY__RSTAT_INSIDE)
+#  error "tally/rstat/rcu.h is private: include <tally/rstat.h>"
+#endif
+
+/* Whether this translation unit's default flavor registers threads by
+ * itself (liburcu's bulletproof flavor, urcu-bp). */
+#if defined(_URCU_BP_H)
+#  define TALLY__URCU_AUTO_REGISTER 1
+#else
+#  define TALLY__URCU_AUTO_REGISTER 0
+#endif
+
+#if TALLY_DEBUG
+#  include <stdio.h>
+
+/* What this thread did through tally's RCU calls (TALLY_DEBUG). */
+struct tally__rcu_thread {
+	unsigned registered; /* flavors registered through tally */
+	unsigned nest;       /* read-side sections entered through tally */
+};
+
+/* One per program and thread: weak, so that every translation unit's
+ * definition is the same object. */
+__attribute__((weak)) __thread struct tally__rcu_thread tally__rcu_self;
+
+TALLY__COLD void tally__rcu_abort(const char *call, const char *why)
+{
+	fprintf(stderr, "tally: %s: %s\n", call, why);
+	fflush(stderr);
+	abort();
+}
+
+/* The calling thread must be registered with t's flavor. */
+static inline void tally__rcu_need_registered(const struct tally_tree *t, const char *call)
+{
+	if (!t->tally__rcu.auto_register && !tally__rcu_self.registered)
+		tally__rcu_abort(call, "this thread is not registered with the tree's RCU "
+				       "flavor: call tally_tree_register_thread() first");
+}
+
+/* g is destroyed: using it is safe only inside a read-side section. */
+static inline void tally__rcu_dead_use(const char *call)
+{
+	if (!tally__rcu_self.nest)
+		tally__rcu_abort(call, "the group is destroyed and this thread holds no "
+				       "tally_tree_read_lock(): it may be freed at any moment "
+				       "(a use-after-free); use a group another thread may "
+				       "destroy only inside a read-side section");
+}
+
+TALLY__INLINE void tally__rcu_note_register(int d)
+{
+	tally__rcu_self.registered += (unsigned)d;
+}
+
+TALLY__INLINE void tally__rcu_note_lock(int d)
+{
+	tally__rcu_self.nest += (unsigned)d;
+}
+/* Readers: a destroyed g outside a read-side section is a use-after-free
+ * waiting to happen (TALLY_DEBUG only: release readers load nothing more). */
+#  define tally__rcu_check_alive(g, call)                                      \
+	do {                                                                   \
+		if (tally__load(&(g)->tally__dead))                            \
+			tally__rcu_dead_use(call);                             \
+	} while (0)
+#else
+#  define tally__rcu_check_alive(g, call) ((void)(g), (void)(call))
+#  define tally__rcu_need_registered(t, call) ((void)(t), (void)(call))
+#  define tally__rcu_dead_use(call) ((void)(call))
+#  define tally__rcu_note_register(d) ((void)0)
+#  define tally__rcu_note_lock(d) ((void)0)
+#endif
+
+/* A destroyed group: check the rule (TALLY_DEBUG) and answer -EINVAL, the
+ * documented result of a call on a destroyed group. */
+#define tally__rcu_dead(call) (tally__rcu_dead_use(call), -EINVAL)
+
+#endif /* TALLY_RSTAT_RCU_H */
