@@ -162,7 +162,7 @@
  * the flavor a tree uses when tally_tree_opts.flavor is NULL. Define both
  * (e.g. <urcu/urcu-qsbr.h>, urcu_qsbr_flavor) and link that flavor.
  */
-/* TALLY_URCU_BP: 1 picks liburcu's bulletproof flavor, which registers
+/** TALLY_URCU_BP: 1 picks liburcu's bulletproof flavor, which registers
  * every thread by itself: TALLY_URCU_HEADER <urcu/urcu-bp.h> and
  * TALLY_URCU_DEFAULT_FLAVOR urcu_bp_flavor (link liburcu-bp; the CMake
  * target tally::rstat_bp and pkg-config tally-rstat-bp define it). */

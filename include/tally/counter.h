@@ -444,7 +444,7 @@ static inline tally_sword tally_counter_sum(const struct tally_counter *c)
 	return tally__to_signed(tally_counter_sum_monotonic(c));
 }
 
-/* tally_counter_sum_positive - sum, negative values as 0. */
+/** tally_counter_sum_positive - sum, negative values as 0. */
 static inline tally_uword tally_counter_sum_positive(const struct tally_counter *c)
 {
 	return tally_clamp(tally_counter_sum(c));

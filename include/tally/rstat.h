@@ -327,7 +327,7 @@ struct tally_group {
 	unsigned tally__nr_items;
 	int tally__dead; /* set by destroy under the flush lock; atomic */
 	union { char *p; uint64_t size; } tally__name; /* set once: rstat/names.h */
-	/* The reset baselines: NULL until the first reset of g (rstat/reset.h),
+	/** The reset baselines: NULL until the first reset of g (rstat/reset.h),
 	 * then state's [nr_items] and local's [nr_items]; atomic. */
 	union { tally_uword *p; uint64_t size; } tally__base;
 	struct tally__pcpu tally__pcpu; /* slot chunks: tally__rstat_cpu, words, prev */
@@ -377,7 +377,7 @@ struct tally_tree_opts {
 	/** Periodic flush period in clock units (ns): 1..TALLY_RSTAT_PERIOD_MAX;
 	 * 0: TALLY_RSTAT_PERIOD_NS (2 s, FLUSH_TIME). */
 	uint64_t period_ns;
-	/* NULL, or nr_items entries, each 0 (an event counter) or
+	/** NULL, or nr_items entries, each 0 (an event counter) or
 	 * TALLY_GROUP_ITEM_GAUGE. Copied. A reset leaves gauges alone. */
 	const unsigned char *item_flags;
 };
@@ -719,7 +719,7 @@ static inline struct tally_group *tally_group_find_child(struct tally_group *par
 	return found;
 }
 
-/* tally_group_parent - g's parent; NULL for the root (errno untouched),
+/** tally_group_parent - g's parent; NULL for the root (errno untouched),
  * NULL with errno EINVAL for a NULL g. Wait-free. */
 TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g)
 {
@@ -955,7 +955,7 @@ static inline int tally_tree_reset(struct tally_tree *t)
 	return tally__rstat_reset(t->tally__root);
 }
 
-/*
+/**
  * Readers: the values as of the last flush that covered g. O(1), relaxed
  * loads, never blocked by a flush; any thread. A NULL g or an item out of
  * range reads 0.

@@ -101,7 +101,7 @@ extern "C" {
 /* tally_vec_opts.flags */
 /** No item folds (as if every threshold were TALLY_VEC_EXACT). */
 #define TALLY_VEC_EXACT_ONLY 0x1u
-/* Multi-item updates (tally_vec_mod_multi) and snapshots that see each
+/** Multi-item updates (tally_vec_mod_multi) and snapshots that see each
  * one whole, for every item (as if each had TALLY_VEC_ITEM_MULTI): four
  * more words per CPU and item, two per CPU for the vector; the O(1)
  * readers' bound triples (see the top of this file). */
@@ -131,7 +131,7 @@ extern "C" {
 /** @} */
 #define TALLY__VEC_ITEM_FLAGS (TALLY_VEC_ITEM_GAUGE | TALLY_VEC_ITEM_HIDDEN | TALLY_VEC_ITEM_MULTI)
 
-/*
+/**
  * struct tally_vec_opts - everything tally_vec_init_opts() takes.
  * nr_items:   1..TALLY_VEC_ITEMS_MAX.
  * threshold:  0..TALLY_VEC_THRESHOLD_MAX, the items' default threshold
@@ -270,7 +270,7 @@ TALLY__INLINE unsigned tally_vec_nr_items(const struct tally_vec *v)
 	return v ? v->tally__nr_items : 0;
 }
 
-/*
+/**
  * tally_vec_item_name - item's name (v's own copy, valid until destroy or
  * the item's rename), or NULL when the item is unnamed or out of range.
  * Any thread, beside any call but init/destroy and
@@ -327,7 +327,7 @@ static inline int tally_vec_set_item_name(struct tally_vec *v, unsigned item, co
  * TALLY_INLINE / TALLY_EXTERN say otherwise (tally/arch.h, TALLY__API).
  */
 #if TALLY__API_BODY
-/*
+/**
  * tally_vec_mod - add d (any sign) to item (mod_node_page_state()).
  * Returns 0, or -EINVAL for a NULL v or item out of range (nothing
  * changed). Any thread, beside every call but init/destroy. Wait-free on
@@ -343,13 +343,13 @@ TALLY__API int tally_vec_mod(struct tally_vec *v, unsigned item, tally_sword d)
 	return tally__vec_add(v, item, d, TALLY__FOLD_PAST);
 }
 
-/* tally_vec_inc - add 1 with overstep (inc_node_state()); as tally_vec_mod. */
+/** tally_vec_inc - add 1 with overstep (inc_node_state()); as tally_vec_mod. */
 TALLY__API int tally_vec_inc(struct tally_vec *v, unsigned item)
 {
 	return tally__vec_add(v, item, 1, TALLY__FOLD_UP);
 }
 
-/* tally_vec_dec - subtract 1 with overstep (dec_node_state()); as mod. */
+/** tally_vec_dec - subtract 1 with overstep (dec_node_state()); as mod. */
 TALLY__API int tally_vec_dec(struct tally_vec *v, unsigned item)
 {
 	return tally__vec_add(v, item, -1, TALLY__FOLD_DOWN);
@@ -525,11 +525,35 @@ static inline int tally_vec_snapshot_since_reset(const struct tally_vec *v, tall
 }
 
 /**
- * tally_vec_reset - start every item's since-reset value from 0: take a
- * cut as tally_vec_snapshot does and make it the items' baselines, which
- * the since-reset readers subtract. Raw readers (read_monotonic, snapshot)
- * are not moved. Returns 0, or -EINVAL for a NULL v.
-	const unsigned char *item_flags; /**< NULL, or one per item: TALLY_VEC_ITEM_* */
+ * tally_vec_snapshot_signed - as tally_vec_snapshot_since_reset, each
+ * value as signed: the reader of gauges (TALLY_VEC_ITEM_GAUGE, which no
+ * reset moves: their current values, negative ones included), and of
+ * event counters since their last reset (modulo 2^W, as signed).
+ * @param n room in out, at least tally_vec_nr_items(v).
+ * @return 0, or -EINVAL (NULL v or out, n too small: out untouched).
+ * Same contract as tally_vec_snapshot_since_reset (blocking: v's lock).
+ */
+static inline int tally_vec_snapshot_signed(const struct tally_vec *v, tally_sword *out,
+					    unsigned n)
+{
+	unsigned i;
+	/** tally_sword and tally_uword are the signed and unsigned types of
+	 * one width: out may be read as either. */
+	int err = tally_vec_snapshot_since_reset(v, (tally_uword *)out, n);
+	if (err)
+		return err;
+	for (i = 0; i < v->tally__nr_items; i++)
+		out[i] = tally__to_signed((tally_uword)out[i]);
+	return 0;
+}
+
+/**
+ * tally_vec_reset - start every event counter's since-reset value from 0:
+ * take a cut as tally_vec_snapshot does and make it the items' baselines,
+ * which the since-reset readers subtract. Gauges (TALLY_VEC_ITEM_GAUGE)
+ * are left alone: their since-reset value stays their current value.
+ * Raw readers (read_monotonic, snapshot) are not moved. Returns 0, or
+ * -EINVAL for a NULL v.
  *
  * Contract, with X the set of updates in the cut: X includes every update
  * completed before the call, none that started after it returned, and

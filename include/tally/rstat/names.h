@@ -105,7 +105,7 @@ static inline int tally__rstat_name_ok(const char *name, size_t *len)
 	       tally__utf8_ok(name, *len);
 }
 
-/*
+/**
  * tally_group_set_name - name g (not the root: its path is "/"). The name
  * is one path component: 1..TALLY_GROUP_NAME_MAX bytes of valid UTF-8,
  * without '/'. Copied. Siblings with one name are not refused here (an

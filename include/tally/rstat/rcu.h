@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/rcu.h - the RCU rules of tally/rstat.h checked in
  * TALLY_DEBUG builds (private; include <tally/rstat.h>).
  *

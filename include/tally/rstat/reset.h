@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * tally/rstat/reset.h - resets of a group's subtree for tally/rstat.h
  * (private; include <tally/rstat.h>), as tally_vec_reset() resets a vector:
  * a reset takes a cut and makes it the baseline that the since-reset
