@@ -525,11 +525,35 @@ static inline int tally_vec_snapshot_since_reset(const struct tally_vec *v, tall
 }
 
 /**
- * tally_vec_reset - start every item's since-reset value from 0: take a
- * cut as tally_vec_snapshot does and make it the items' baselines, which
- * the since-reset readers subtract. Raw readers (read_monotonic, snapshot)
- * are not moved. Returns 0, or -EINVAL for a NULL v.
-	const unsigned char *item_flags; /**< NULL, or one per item: TALLY_VEC_ITEM_* */
+ * tally_vec_snapshot_signed - as tally_vec_snapshot_since_reset, each
+ * value as signed: the reader of gauges (TALLY_VEC_ITEM_GAUGE, which no
+ * reset moves: their current values, negative ones included), and of
+ * event counters since their last reset (modulo 2^W, as signed).
+ * @param n room in out, at least tally_vec_nr_items(v).
+ * @return 0, or -EINVAL (NULL v or out, n too small: out untouched).
+ * Same contract as tally_vec_snapshot_since_reset (blocking: v's lock).
+ */
+static inline int tally_vec_snapshot_signed(const struct tally_vec *v, tally_sword *out,
+					    unsigned n)
+{
+	unsigned i;
+	/** tally_sword and tally_uword are the signed and unsigned types of
+	 * one width: out may be read as either. */
+	int err = tally_vec_snapshot_since_reset(v, (tally_uword *)out, n);
+	if (err)
+		return err;
+	for (i = 0; i < v->tally__nr_items; i++)
+		out[i] = tally__to_signed((tally_uword)out[i]);
+	return 0;
+}
+
+/**
+ * tally_vec_reset - start every event counter's since-reset value from 0:
+ * take a cut as tally_vec_snapshot does and make it the items' baselines,
+ * which the since-reset readers subtract. Gauges (TALLY_VEC_ITEM_GAUGE)
+ * are left alone: their since-reset value stays their current value.
+ * Raw readers (read_monotonic, snapshot) are not moved. Returns 0, or
+ * -EINVAL for a NULL v.
  *
  * Contract, with X the set of updates in the cut: X includes every update
  * completed before the call, none that started after it returned, and
