@@ -169,6 +169,32 @@ static void check_growth(void)
 	CHECK_EQ(nr_chunks(TALLY__ARENA_COLD), chunks);
 }
 
+/* A small object never lands in a big object's chunk (whose regions are
+ * further apart): tally__pcpu_add_small() reaches a small object's slots
+ * with the default shift. With a big chunk holding free space and the
+ * default chunks full, the next small object must get a chunk of its own
+ * (before the fix it went into the big chunk, and a counter's adds there
+ * landed outside its slots: a fuzzer run found sums missing adds). */
+static void check_small_never_in_big(void)
+{
+	size_t n = REGION / GRAN + 1, i;
+	struct tally__pcpu *objs = (struct tally__pcpu *)calloc(n, sizeof(*objs));
+	struct tally__pcpu big;
+	CHECK(objs != NULL, "calloc");
+	if (!objs)
+		return;
+	CHECK_EQ(tally__pcpu_alloc_kind(&big, 3 * REGION, TALLY__ARENA_COLD), 0);
+	for (i = 0; i < n; i++) {
+		CHECK_EQ(tally__pcpu_alloc_kind(&objs[i], GRAN, TALLY__ARENA_COLD), 0);
+		CHECK_EQ(objs[i].shift, TALLY_PCPU_REGION_SHIFT);
+		CHECK(objs[i].chunk != big.chunk, "object %zu in the big object's chunk", i);
+	}
+	for (i = 0; i < n; i++)
+		tally__pcpu_free(&objs[i]);
+	tally__pcpu_free(&big);
+	free(objs);
+}
+
 /* ---- demand-zero --------------------------------------------------------------- */
 #if TALLY__ARENA_MMAP && defined(MADV_DONTNEED) && !TALLY__TSAN
 static long rss_kib(void)
@@ -322,6 +348,7 @@ int main(void)
 {
 	check_offsets_and_reuse();
 	check_growth();
+	check_small_never_in_big();
 	check_demand_zero();
 	check_threads();
 	check_fork();

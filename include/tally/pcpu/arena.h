@@ -368,9 +368,16 @@ static inline int tally__arena_alloc(unsigned kind, size_t size, struct tally__a
 	n = (size + TALLY__ARENA_GRANULE - 1) / TALLY__ARENA_GRANULE;
 	align = size >= 2 * TALLY__ARENA_GRANULE ? 2u : 1u;
 	pthread_mutex_lock(&a->lock);
-	for (c = a->chunks; c; c = c->next)
+	for (c = a->chunks; c; c = c->next) {
+		/* An object that fits a default region goes only where regions
+		 * are exactly that far apart: tally__pcpu_add_small() reaches
+		 * its slots with the constant shift, not the chunk's. */
+		if (size <= ((size_t)1 << TALLY_PCPU_REGION_SHIFT) &&
+		    c->shift != TALLY_PCPU_REGION_SHIFT)
+			continue;
 		if (c->granules - c->nr_used >= n && (i = tally__arena_find(c, n, align)) != (size_t)-1)
 			break;
+	}
 	if (!c) {
 		c = tally__arena_chunk_new(a, n * TALLY__ARENA_GRANULE);
 		if (c)
