@@ -55,6 +55,7 @@
 #define TALLY_SERVE_H
 
 #include <tally/export.h>
+#include <tally/os.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -141,7 +142,7 @@ struct tally_serve {
 	struct MHD_Daemon *tally__d;
 	pthread_t tally__thread;
 	pthread_mutex_t tally__mu;
-	pthread_cond_t tally__cv_job, tally__cv_done; /* CLOCK_MONOTONIC */
+	struct tally__os_cond tally__cv_job, tally__cv_done;
 	struct tally__serve_job *tally__jobs, *tally__jobs_tail;
 	struct tally__serve_conn *tally__conns, *tally__conns_tail;
 	unsigned tally__open; /* connections not closing */
@@ -152,9 +153,7 @@ struct tally_serve {
 
 static inline uint64_t tally__serve_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return tally__os_mono_ns();
 }
 
 static inline int tally__serve_fail(char *why, size_t n, int err, const char *a, const char *b,
@@ -370,10 +369,10 @@ static inline void *tally__serve_main(void *arg)
 				j->out = out;
 				j->len = len;
 				j->done = 1;
-				pthread_cond_broadcast(&s->tally__cv_done);
+				tally__os_cond_broadcast(&s->tally__cv_done);
 			}
 		} else {
-			uint64_t now = tally__serve_now(), at = now + 200000000u;
+			uint64_t now = tally__serve_now();
 			struct tally__serve_conn *c;
 			struct timespec ts;
 			for (c = s->tally__conns; c; c = c->next)
@@ -381,9 +380,9 @@ static inline void *tally__serve_main(void *arg)
 					tally__serve_close(s, c);
 					s->tally__stats.expired++;
 				}
-			ts.tv_sec = (time_t)(at / 1000000000u);
-			ts.tv_nsec = (long)(at % 1000000000u);
-			pthread_cond_timedwait(&s->tally__cv_job, &s->tally__mu, &ts);
+			/* the next look at the deadlines: 200 ms */
+			tally__os_cond_deadline(&s->tally__cv_job, &ts, 200000000u);
+			tally__os_cond_timedwait(&s->tally__cv_job, &s->tally__mu, &ts);
 		}
 	}
 	pthread_mutex_unlock(&s->tally__mu);
@@ -396,23 +395,22 @@ static inline void *tally__serve_main(void *arg)
 static inline int tally__serve_render(struct tally_serve *s, int fmt, char **out, size_t *len)
 {
 	struct tally__serve_job *j = (struct tally__serve_job *)calloc(1, sizeof(*j));
-	uint64_t at = tally__serve_now() + (uint64_t)s->tally__o.render_timeout_ms * 1000000u;
 	struct timespec ts;
 	int err;
 	if (!j)
 		return -ENOMEM;
 	j->fmt = fmt;
-	ts.tv_sec = (time_t)(at / 1000000000u);
-	ts.tv_nsec = (long)(at % 1000000000u);
+	tally__os_cond_deadline(&s->tally__cv_done, &ts,
+				(uint64_t)s->tally__o.render_timeout_ms * 1000000u);
 	pthread_mutex_lock(&s->tally__mu);
 	if (s->tally__jobs_tail)
 		s->tally__jobs_tail->next = j;
 	else
 		s->tally__jobs = j;
 	s->tally__jobs_tail = j;
-	pthread_cond_signal(&s->tally__cv_job);
+	tally__os_cond_signal(&s->tally__cv_job);
 	while (!j->done)
-		if (pthread_cond_timedwait(&s->tally__cv_done, &s->tally__mu, &ts) == ETIMEDOUT)
+		if (tally__os_cond_timedwait(&s->tally__cv_done, &s->tally__mu, &ts) == ETIMEDOUT)
 			break;
 	if (j->done) {
 		err = j->err;
@@ -546,7 +544,6 @@ static inline int tally_serve_start(struct tally_serve **out, struct tally_expor
 	struct tally_serve *s;
 	struct sockaddr_storage ss;
 	socklen_t sl = 0;
-	pthread_condattr_t ca;
 	unsigned flags, port = 0;
 	int err;
 	if (why && why_size)
@@ -582,12 +579,23 @@ static inline int tally_serve_start(struct tally_serve **out, struct tally_expor
 	s->tally__o.listen = NULL; /* the caller's string: not kept */
 	s->tally__e = e;
 	s->tally__port = port;
-	pthread_mutex_init(&s->tally__mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->tally__cv_job, &ca);
-	pthread_cond_init(&s->tally__cv_done, &ca);
-	pthread_condattr_destroy(&ca);
+	if ((err = pthread_mutex_init(&s->tally__mu, NULL)) != 0) {
+		free(s);
+		return tally__serve_fail(why, why_size, -err, "cannot make a mutex", NULL, NULL);
+	}
+	if ((err = tally__os_cond_init(&s->tally__cv_job)) != 0) {
+		pthread_mutex_destroy(&s->tally__mu);
+		free(s);
+		return tally__serve_fail(why, why_size, err, "cannot make a condition variable",
+					 NULL, NULL);
+	}
+	if ((err = tally__os_cond_init(&s->tally__cv_done)) != 0) {
+		tally__os_cond_destroy(&s->tally__cv_job);
+		pthread_mutex_destroy(&s->tally__mu);
+		free(s);
+		return tally__serve_fail(why, why_size, err, "cannot make a condition variable",
+					 NULL, NULL);
+	}
 	if ((err = pthread_create(&s->tally__thread, NULL, tally__serve_main, s)) != 0) {
 		err = -err;
 		tally__serve_fail(why, why_size, err, "cannot start the render thread", NULL,
@@ -616,7 +624,7 @@ static inline int tally_serve_start(struct tally_serve **out, struct tally_expor
 				  "(in use, not local, or not allowed)", NULL);
 		pthread_mutex_lock(&s->tally__mu);
 		s->tally__stop = 1;
-		pthread_cond_signal(&s->tally__cv_job);
+		tally__os_cond_signal(&s->tally__cv_job);
 		pthread_mutex_unlock(&s->tally__mu);
 		pthread_join(s->tally__thread, NULL);
 		goto fail;
@@ -630,8 +638,8 @@ static inline int tally_serve_start(struct tally_serve **out, struct tally_expor
 	*out = s;
 	return 0;
 fail:
-	pthread_cond_destroy(&s->tally__cv_job);
-	pthread_cond_destroy(&s->tally__cv_done);
+	tally__os_cond_destroy(&s->tally__cv_job);
+	tally__os_cond_destroy(&s->tally__cv_done);
 	pthread_mutex_destroy(&s->tally__mu);
 	free(s);
 	return err;
@@ -666,7 +674,7 @@ static inline void tally_serve_stop(struct tally_serve *s)
 	MHD_stop_daemon(s->tally__d);
 	pthread_mutex_lock(&s->tally__mu);
 	s->tally__stop = 1;
-	pthread_cond_signal(&s->tally__cv_job);
+	tally__os_cond_signal(&s->tally__cv_job);
 	pthread_mutex_unlock(&s->tally__mu);
 	pthread_join(s->tally__thread, NULL);
 	while (s->tally__jobs) { /* none: every request ended with the daemon */
@@ -674,8 +682,8 @@ static inline void tally_serve_stop(struct tally_serve *s)
 		s->tally__jobs = j->next;
 		free(j);
 	}
-	pthread_cond_destroy(&s->tally__cv_job);
-	pthread_cond_destroy(&s->tally__cv_done);
+	tally__os_cond_destroy(&s->tally__cv_job);
+	tally__os_cond_destroy(&s->tally__cv_done);
 	pthread_mutex_destroy(&s->tally__mu);
 	free(s);
 }
