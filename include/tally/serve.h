@@ -160,7 +160,7 @@ static inline int tally__serve_fail(char *why, size_t n, int err, const char *a,
 				    const char *c)
 {
 	if (why && n)
-		snprintf(why, n, "%s%s%s", a, b ? b : "", c ? c : "");
+		(void)snprintf(why, n, "%s%s%s", a, b ? b : "", c ? c : ""); /* may cut */
 	return err;
 }
 
@@ -355,8 +355,8 @@ static inline void *tally__serve_main(void *arg)
 				pthread_mutex_lock(s->tally__o.lock);
 			err = tally_export_render_alloc(s->tally__e, j->fmt, &out, &len);
 			if (err)
-				fprintf(stderr, "tally_serve: render: %s\n",
-					tally_export_error(s->tally__e));
+				(void)fprintf(stderr, "tally_serve: render: %s\n",
+					      tally_export_error(s->tally__e));
 			if (s->tally__o.lock)
 				pthread_mutex_unlock(s->tally__o.lock);
 			pthread_mutex_lock(&s->tally__mu);
