@@ -454,15 +454,16 @@ static inline int tally__export_collect_tree(struct tally_export *e, struct tall
 	return 0;
 }
 
-/*
+/**
  * tally_export_add_tree - export every item of t's groups: for item i,
- * families prefix_<name> (hierarchical) and prefix_<name>_local (local),
- * with rows labelled group="<path>". <name> is names[i] (names NULL: the
- * tree's own, tally_tree_item_name()), else item<i>;
+ * families prefix_NAME (hierarchical) and prefix_NAME_local (local),
+ * with rows labelled group="PATH". NAME is names[i] (names NULL: the
+ * tree's own, tally_tree_item_name()), else itemI (I the index);
  * helps[i] and kinds[i] as in tally_export_add_vec (the local family's
  * help gets " (this group alone)" appended, the other's " (this group and
- * its descendants)"). name_fn names groups (NULL: their own names; see
- * above); flags: TALLY_EXPORT_TREE_FLUSH or 0.
+ * its descendants)"; the caller's text may have TALLY_EXPORT_HELP_MAX
+ * bytes). name_fn names groups (NULL: their own names; see the header
+ * comment); flags: TALLY_EXPORT_TREE_FLUSH or 0.
  * Returns 0, -EINVAL (NULL e or t, a bad name, help, kind or
  * flag; nothing registered; see tally_export_error()) or -ENOMEM. t must
  * outlive e.

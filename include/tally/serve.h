@@ -102,10 +102,11 @@ struct tally_serve_opts {
 	size_t max_request_bytes;
 	/** Held around each render if not NULL. */
 	pthread_mutex_t *lock;
-	/** Called on the render thread first and last (either may be NULL),
-	 * with thread_arg. */
+	/** Called on the render thread first, with thread_arg (NULL: nothing). */
 	void (*thread_start)(void *arg);
+	/** Called on the render thread last, with thread_arg (NULL: nothing). */
 	void (*thread_stop)(void *arg);
+	/** The argument of thread_start and thread_stop. */
 	void *thread_arg;
 };
 
@@ -527,13 +528,14 @@ static inline tally__serve_result tally__serve_handle(void *cls, struct MHD_Conn
 /**
  * tally_serve_start - serve e's /metrics as the header comment says, on
  * o->listen (o NULL: every default).
- * @out: the server, for tally_serve_port(), _stats() and _stop()
- * @e: an initialised exporter, with its sources registered (it may get more
- *     only under o->lock)
- * @o: options, copied
- * @why: NULL or a buffer of why_size bytes (TALLY_SERVE_ERROR_MAX is
- *     enough) for a one-line message on failure
- * Returns 0 once it accepts connections; -EINVAL (NULL out or e, a listen
+ * @param out the server, for tally_serve_port(), _stats() and _stop()
+ * @param e an initialised exporter, its sources registered (it may get
+ *        more only under o->lock)
+ * @param o options, copied
+ * @param why NULL or a buffer of why_size bytes (TALLY_SERVE_ERROR_MAX is
+ *        enough) for a one-line message on failure
+ * @param why_size the size of why
+ * @return 0 once it accepts connections; -EINVAL (NULL out or e, a listen
  * address that does not parse, such as "127.0.0.1:abc"), -EADDRINUSE or
  * another -errno (the address cannot be bound: libmicrohttpd's own message
  * is on stderr), or -ENOMEM; *out is NULL on failure.
