@@ -678,40 +678,42 @@ Test(export, tree_help_limit)
 Test(export, tree_deep_chain)
 {
 	static const char *const items[] = {"hits"};
-	enum { DEEP = 2100 };
+	/* Names of 4 bytes: 5 path bytes a level, so depth 820 (a path of
+	 * 4,100 bytes) is past the limit within TALLY_RSTAT_DEPTH_MAX. */
+	enum { DEEP = 1000, FITS = TALLY_EXPORT_PATH_MAX / 5 /* 819 */ };
 	struct tally_tree *t = tally_tree_create(1);
 	struct tally_group **g = (struct tally_group **)calloc(DEEP + 1, sizeof(*g));
 	char *out = NULL;
 	size_t len = 0;
 	int i;
 	cr_assert(t && g);
+	cr_assert_leq(DEEP, TALLY_RSTAT_DEPTH_MAX);
 	g[0] = tally_tree_root(t);
 	for (i = 1; i <= DEEP; i++) {
 		g[i] = tally_group_create(g[i - 1]);
 		cr_assert(g[i]);
-		cr_assert_eq(tally_group_set_name(g[i], "a"), 0);
+		cr_assert_eq(tally_group_set_name(g[i], "abcd"), 0);
 	}
 	tally_group_mod(g[DEEP], 0, 3);
 	cr_assert_eq(tally_export_add_tree(&E, "deep", t, items, NULL, NULL, NULL, NULL,
 					   TALLY_EXPORT_TREE_FLUSH), 0);
-	/* Depth 2049 has a path of 4098 bytes. */
 	cr_expect_eq(tally_export_render_alloc(&E, TALLY_EXPORT_PROMETHEUS, &out, &len), -E2BIG);
 	cr_expect_null(out);
-	cr_expect(strstr(tally_export_error(&E), "the path of a group under '/a/a/a") != NULL &&
+	cr_expect(strstr(tally_export_error(&E), "the path of a group under '/abcd/abcd/") != NULL &&
 			  strstr(tally_export_error(&E), "is longer than 4096 bytes "
 							 "(TALLY_EXPORT_PATH_MAX)") != NULL,
 		  "%s", tally_export_error(&E));
-	/* Cut at depth 2048 (a path of 4096 bytes): it renders, every row,
+	/* Cut at depth 819 (a path of 4,095 bytes): it renders, every row,
 	 * in depth order, in O(rows x TALLY_EXPORT_PATH_MAX) bytes. */
-	for (i = DEEP; i > 2048; i--)
+	for (i = DEEP; i > FITS; i--)
 		cr_assert_eq(tally_group_destroy(g[i]), 0);
-	tally_group_mod(g[2048], 0, 4);
+	tally_group_mod(g[FITS], 0, 4);
 	out = render(&E, TALLY_EXPORT_PROMETHEUS);
 	len = strlen(out);
-	cr_expect(len < 2u * 2049u * (TALLY_EXPORT_PATH_MAX + 64u), "%zu bytes", len);
+	cr_expect(len < 2u * (FITS + 1u) * (TALLY_EXPORT_PATH_MAX + 64u), "%zu bytes", len);
 	{
 		/* Count by lines (strstr from each match would rescan the
-		 * 16 MB rest under ASan's interceptor). */
+		 * megabytes left under ASan's interceptor). */
 		const char *p = out, *nl;
 		int rows = 0, local_rows = 0;
 		for (; *p; p = nl + 1) {
@@ -721,15 +723,16 @@ Test(export, tree_deep_chain)
 			if (!nl)
 				break;
 		}
-		cr_expect_eq(rows, 2049);
-		cr_expect_eq(local_rows, 2049);
+		cr_expect_eq(rows, FITS + 1);
+		cr_expect_eq(local_rows, FITS + 1);
 		cr_expect(strstr(out, "deep_hits_total{group=\"/\"} 7\n") != NULL);
-		cr_expect(strstr(out, "/a\"} 7\ndeep_hits_total{group=\"/a/a\"} 7\n") != NULL);
+		cr_expect(strstr(out, "/abcd\"} 7\ndeep_hits_total{group=\"/abcd/abcd\"} 7\n") !=
+			  NULL);
 	}
 	free(out);
 	tally_export_destroy(&E);
 	tally_export_init(&E);
-	for (i = 2048; i > 0; i--)
+	for (i = FITS; i > 0; i--)
 		cr_assert_eq(tally_group_destroy(g[i]), 0);
 	free(g);
 	tally_tree_destroy(t);

@@ -75,7 +75,9 @@ extern "C" {
  * Longest group path a tree source renders, in bytes ("/a/b" is 4): a
  * group deeper than that fails the render with -E2BIG. It bounds what one
  * row costs (its label holds the whole path), so a render writes O(groups)
- * bytes however deep the tree; with names of one byte, depth 2048 fits.
+ * bytes however deep the tree. Within rstat.h's TALLY_RSTAT_DEPTH_MAX
+ * (1024) every path fits while names have at most 3 bytes; longer names
+ * fit less deep.
  */
 #define TALLY_EXPORT_PATH_MAX 4096
 
