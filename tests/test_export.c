@@ -425,26 +425,36 @@ Test(export, tree_paths_hierarchical_and_local)
 	       "cg_usage_local{group=\"/a\"} 0\n"
 	       "cg_usage_local{group=\"/a/b\"} -5\n");
 	expect(&E, TALLY_EXPORT_STAT, "cg_pgfault 111\ncg_usage -5\n");
-	/* Without a name, a group and its subtree leave the rows; the
-	 * ancestors still count them. */
+	/* Without a name (name_fn returns NULL), a group is exported as
+	 * "#N", N its serial (a was the first group made in t): never left
+	 * out. Its state starts afresh under its new path. */
 	ns.n[0] = NULL;
+	cr_expect_eq(tally_group_serial(a), 1);
 	expect(&E, TALLY_EXPORT_OPENMETRICS,
 	       "# HELP cg_pgfault tally tree item (this group and its descendants)\n"
 	       "# TYPE cg_pgfault counter\n"
 	       "cg_pgfault_total{group=\"/\"} 111\n"
 	       "cg_pgfault_total{group=\"/c\"} 100\n"
+	       "cg_pgfault_total{group=\"/#1\"} 11\n"
+	       "cg_pgfault_total{group=\"/#1/b\"} 10\n"
 	       "# HELP cg_pgfault_local tally tree item (this group alone)\n"
 	       "# TYPE cg_pgfault_local counter\n"
 	       "cg_pgfault_local_total{group=\"/\"} 0\n"
 	       "cg_pgfault_local_total{group=\"/c\"} 100\n"
+	       "cg_pgfault_local_total{group=\"/#1\"} 1\n"
+	       "cg_pgfault_local_total{group=\"/#1/b\"} 10\n"
 	       "# HELP cg_usage tally tree item (this group and its descendants)\n"
 	       "# TYPE cg_usage gauge\n"
 	       "cg_usage{group=\"/\"} -5\n"
 	       "cg_usage{group=\"/c\"} 0\n"
+	       "cg_usage{group=\"/#1\"} -5\n"
+	       "cg_usage{group=\"/#1/b\"} -5\n"
 	       "# HELP cg_usage_local tally tree item (this group alone)\n"
 	       "# TYPE cg_usage_local gauge\n"
 	       "cg_usage_local{group=\"/\"} 0\n"
 	       "cg_usage_local{group=\"/c\"} 0\n"
+	       "cg_usage_local{group=\"/#1\"} 0\n"
+	       "cg_usage_local{group=\"/#1/b\"} -5\n"
 	       "# EOF\n");
 	tally_export_destroy(&E);
 	tally_export_init(&E);
@@ -597,7 +607,7 @@ Test(export, tree_own_names)
 	cr_assert_eq(tally_group_set_name(a, "web"), 0);
 	cr_assert_eq(tally_group_set_name(b, "worker \"1\""), 0);
 	tally_group_mod(b, 0, 4);
-	tally_group_mod(anon, 1, 9); /* unnamed: only in the root's values */
+	tally_group_mod(anon, 1, 9); /* unnamed: "#3", its serial */
 	cr_assert_eq(tally_export_add_tree(&E, "cg", t, NULL, NULL, NULL, NULL, NULL,
 					   TALLY_EXPORT_TREE_FLUSH), 0, "%s",
 		     tally_export_error(&E));
@@ -605,25 +615,126 @@ Test(export, tree_own_names)
 	       "# HELP cg_pgfault_total tally tree item (this group and its descendants)\n"
 	       "# TYPE cg_pgfault_total counter\n"
 	       "cg_pgfault_total{group=\"/\"} 4\n"
+	       "cg_pgfault_total{group=\"/#3\"} 0\n"
 	       "cg_pgfault_total{group=\"/web\"} 4\n"
 	       "cg_pgfault_total{group=\"/web/worker \\\"1\\\"\"} 4\n"
 	       "# HELP cg_pgfault_local_total tally tree item (this group alone)\n"
 	       "# TYPE cg_pgfault_local_total counter\n"
 	       "cg_pgfault_local_total{group=\"/\"} 0\n"
+	       "cg_pgfault_local_total{group=\"/#3\"} 0\n"
 	       "cg_pgfault_local_total{group=\"/web\"} 0\n"
 	       "cg_pgfault_local_total{group=\"/web/worker \\\"1\\\"\"} 4\n"
 	       "# HELP cg_item1_total tally tree item (this group and its descendants)\n"
 	       "# TYPE cg_item1_total counter\n"
 	       "cg_item1_total{group=\"/\"} 9\n"
+	       "cg_item1_total{group=\"/#3\"} 9\n"
 	       "cg_item1_total{group=\"/web\"} 0\n"
 	       "cg_item1_total{group=\"/web/worker \\\"1\\\"\"} 0\n"
 	       "# HELP cg_item1_local_total tally tree item (this group alone)\n"
 	       "# TYPE cg_item1_local_total counter\n"
 	       "cg_item1_local_total{group=\"/\"} 0\n"
+	       "cg_item1_local_total{group=\"/#3\"} 9\n"
 	       "cg_item1_local_total{group=\"/web\"} 0\n"
 	       "cg_item1_local_total{group=\"/web/worker \\\"1\\\"\"} 0\n");
 	tally_export_destroy(&E);
 	tally_export_init(&E);
+	tally_tree_destroy(t);
+}
+
+/* A tree's help texts: TALLY_EXPORT_HELP_MAX bytes of the caller's text,
+ * whatever the suffix the exporter appends. */
+Test(export, tree_help_limit)
+{
+	static const char *const items[] = {"hits"};
+	struct tally_tree *t = tally_tree_create(1);
+	char *help = (char *)malloc(TALLY_EXPORT_HELP_MAX + 2);
+	const char *helps[1];
+	char *out;
+	cr_assert(t && help);
+	memset(help, 'h', TALLY_EXPORT_HELP_MAX + 1);
+	help[TALLY_EXPORT_HELP_MAX] = '\0'; /* 4096 bytes: taken */
+	helps[0] = help;
+	cr_assert_eq(tally_export_add_tree(&E, "a", t, items, helps, NULL, NULL, NULL, 0), 0,
+		     "%s", tally_export_error(&E));
+	out = render(&E, TALLY_EXPORT_PROMETHEUS);
+	cr_expect(strstr(out, "h (this group and its descendants)\n") != NULL);
+	cr_expect(strstr(out, "h (this group alone)\n") != NULL);
+	free(out);
+	help[TALLY_EXPORT_HELP_MAX] = 'h'; /* 4097: refused, as the message says */
+	help[TALLY_EXPORT_HELP_MAX + 1] = '\0';
+	cr_expect_eq(tally_export_add_tree(&E, "c", t, items, helps, NULL, NULL, NULL, 0),
+		     -EINVAL);
+	cr_expect_str_eq(tally_export_error(&E),
+			 "help text of 'c_hits' is longer than 4096 bytes");
+	free(help);
+	tally_export_destroy(&E);
+	tally_export_init(&E);
+	tally_tree_destroy(t);
+}
+
+/* A chain of groups: rendered without recursion, each row's path at most
+ * TALLY_EXPORT_PATH_MAX bytes (else -E2BIG naming where), the output
+ * linear in the rows. */
+Test(export, tree_deep_chain)
+{
+	static const char *const items[] = {"hits"};
+	/* Names of 4 bytes: 5 path bytes a level, so depth 820 (a path of
+	 * 4,100 bytes) is past the limit within TALLY_RSTAT_DEPTH_MAX. */
+	enum { DEEP = 1000, FITS = TALLY_EXPORT_PATH_MAX / 5 /* 819 */ };
+	struct tally_tree *t = tally_tree_create(1);
+	struct tally_group **g = (struct tally_group **)calloc(DEEP + 1, sizeof(*g));
+	char *out = NULL;
+	size_t len = 0;
+	int i;
+	cr_assert(t && g);
+	cr_assert_leq(DEEP, TALLY_RSTAT_DEPTH_MAX);
+	g[0] = tally_tree_root(t);
+	for (i = 1; i <= DEEP; i++) {
+		g[i] = tally_group_create(g[i - 1]);
+		cr_assert(g[i]);
+		cr_assert_eq(tally_group_set_name(g[i], "abcd"), 0);
+	}
+	tally_group_mod(g[DEEP], 0, 3);
+	cr_assert_eq(tally_export_add_tree(&E, "deep", t, items, NULL, NULL, NULL, NULL,
+					   TALLY_EXPORT_TREE_FLUSH), 0);
+	cr_expect_eq(tally_export_render_alloc(&E, TALLY_EXPORT_PROMETHEUS, &out, &len), -E2BIG);
+	cr_expect_null(out);
+	cr_expect(strstr(tally_export_error(&E), "the path of a group under '/abcd/abcd/") != NULL &&
+			  strstr(tally_export_error(&E), "is longer than 4096 bytes "
+							 "(TALLY_EXPORT_PATH_MAX)") != NULL,
+		  "%s", tally_export_error(&E));
+	/* Cut at depth 819 (a path of 4,095 bytes): it renders, every row,
+	 * in depth order, in O(rows x TALLY_EXPORT_PATH_MAX) bytes. */
+	for (i = DEEP; i > FITS; i--)
+		cr_assert_eq(tally_group_destroy(g[i]), 0);
+	tally_group_mod(g[FITS], 0, 4);
+	out = render(&E, TALLY_EXPORT_PROMETHEUS);
+	len = strlen(out);
+	cr_expect(len < 2u * (FITS + 1u) * (TALLY_EXPORT_PATH_MAX + 64u), "%zu bytes", len);
+	{
+		/* Count by lines (strstr from each match would rescan the
+		 * megabytes left under ASan's interceptor). */
+		const char *p = out, *nl;
+		int rows = 0, local_rows = 0;
+		for (; *p; p = nl + 1) {
+			rows += !strncmp(p, "deep_hits_total{", 16);
+			local_rows += !strncmp(p, "deep_hits_local_total{", 22);
+			nl = strchr(p, '\n');
+			if (!nl)
+				break;
+		}
+		cr_expect_eq(rows, FITS + 1);
+		cr_expect_eq(local_rows, FITS + 1);
+		cr_expect(strstr(out, "deep_hits_total{group=\"/\"} 7\n") != NULL);
+		cr_expect(strstr(out, "/abcd\"} 7\ndeep_hits_total{group=\"/abcd/abcd\"} 7\n") !=
+			  NULL);
+	}
+	free(out);
+	tally_export_destroy(&E);
+	tally_export_init(&E);
+	for (i = FITS; i > 0; i--)
+		cr_assert_eq(tally_group_destroy(g[i]), 0);
+	free(g);
 	tally_tree_destroy(t);
 }
 
@@ -646,6 +757,15 @@ Test(export, negotiate)
 		     TALLY_EXPORT_PROMETHEUS);
 	cr_expect_eq(tally_export_negotiate("application/openmetrics-text;q=0.000"),
 		     TALLY_EXPORT_PROMETHEUS);
+	/* Whitespace around parameters is OWS: a space or a tab. */
+	cr_expect_eq(tally_export_negotiate("application/openmetrics-text;q=0\t,text/plain"),
+		     TALLY_EXPORT_PROMETHEUS);
+	cr_expect_eq(tally_export_negotiate("application/openmetrics-text\t;\tq=0.0\t"),
+		     TALLY_EXPORT_PROMETHEUS);
+	cr_expect_eq(tally_export_negotiate("\tapplication/openmetrics-text\t;\tq=0.5\t"),
+		     TALLY_EXPORT_OPENMETRICS);
+	cr_expect_eq(tally_export_negotiate("application/openmetrics-text;q=0.01\t"),
+		     TALLY_EXPORT_OPENMETRICS);
 	cr_expect_eq(tally_export_negotiate("application/openmetrics-textual"),
 		     TALLY_EXPORT_PROMETHEUS);
 	cr_expect_str_eq(tally_export_content_type(TALLY_EXPORT_OPENMETRICS),

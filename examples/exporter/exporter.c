@@ -3,10 +3,12 @@
  * scrape: a tree of groups (tally_tree) and a vector (tally_vec) updated
  * by writer threads, a counter, and a request latency histogram
  * (tally_hist), rendered by <tally/export_rstat.h> and
- * <tally/export_hist.h> and served over HTTP by libmicrohttpd on loopback.
+ * <tally/export_hist.h> and served over HTTP by <tally/serve.h>
+ * (libmicrohttpd) on loopback.
  *
  *   exporter --listen 127.0.0.1:PORT --seconds S --quiesce-after Q
- *            [--writers N] [--conn-timeout T] [--expect-file PATH]
+ *            [--writers N] [--conn-timeout T] [--request-timeout R]
+ *            [--max-conns M] [--expect-file PATH]
  *
  * GET /metrics answers OpenMetrics 1.0 when the Accept header asks for
  * application/openmetrics-text, else Prometheus text 0.0.4; ?format=json
@@ -20,19 +22,20 @@
  * at 0.99 and its relative error bound, in seconds); it exits after S
  * seconds. PORT 0 picks a free port (printed).
  *
- * Bounds: loopback addresses only; at most 64 connections (16 per client
- * address); a connection idle for T seconds (default 5) is closed; a
- * request's headers must fit in 16 KiB (else an HTTP error); the server
- * runs on 2 threads, event-driven, so a slow client delays nobody.
- * Renders happen on one collector thread (registered with liburcu, which
- * walking a tree's children requires); a request waits at most 2 s for it.
+ * Bounds (tally/serve.h): loopback addresses only; at most M connections
+ * (default 64; the oldest waiting one is closed to make room for a new
+ * one); a connection with no progress for T seconds (default 5) is closed,
+ * and one whose request has not arrived whole within R seconds (default
+ * 10), however steadily it trickles; a request's headers must fit in
+ * 16 KiB. Renders happen on the server's render thread, registered with
+ * liburcu (walking a tree's children requires it); a request waits at most
+ * 2 s for it.
  */
 #define _GNU_SOURCE
 #include <tally/rstat.h>
 #include <tally/export_rstat.h>
 #include <tally/export_hist.h>
-
-#include <microhttpd.h>
+#include <tally/serve.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,12 +47,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#if MHD_VERSION < 0x00097002
-typedef int tally_mhd_result;
-#else
-typedef enum MHD_Result tally_mhd_result;
-#endif
 
 /* ---- the workload ---------------------------------------------------------- */
 
@@ -223,132 +220,29 @@ static int write_expected(const char *path)
 	return write_p99(path);
 }
 
-/* ---- rendering on one registered thread -------------------------------------- */
+/* ---- serving ---------------------------------------------------------------------- */
 
 static struct tally_export exporter;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv_req = PTHREAD_COND_INITIALIZER, cv_done = PTHREAD_COND_INITIALIZER;
-static unsigned long req_seq, done_seq;
-static int req_fmt, collector_stop;
-static char *result;
-static size_t result_len;
-static int result_err;
 
-static void *collector_main(void *arg)
+/* The server's render thread walks the tree: register it with liburcu. */
+static void render_thread_start(void *arg)
 {
 	(void)arg;
 	urcu_memb_register_thread();
-	pthread_mutex_lock(&mu);
-	for (;;) {
-		unsigned long seq;
-		int fmt, err;
-		char *out = NULL;
-		size_t len = 0;
-		while (!collector_stop && req_seq == done_seq)
-			pthread_cond_wait(&cv_req, &mu);
-		if (collector_stop)
-			break;
-		seq = req_seq;
-		fmt = req_fmt;
-		pthread_mutex_unlock(&mu);
-		err = tally_export_render_alloc(&exporter, fmt, &out, &len);
-		if (err)
-			fprintf(stderr, "exporter: render: %s\n", tally_export_error(&exporter));
-		pthread_mutex_lock(&mu);
-		free(result);
-		result = out;
-		result_len = len;
-		result_err = err;
-		done_seq = seq;
-		pthread_cond_broadcast(&cv_done);
-	}
-	pthread_mutex_unlock(&mu);
+}
+
+static void render_thread_stop(void *arg)
+{
+	(void)arg;
 	urcu_memb_unregister_thread();
-	return NULL;
 }
 
-/* Render fmt through the collector: a malloc'd copy, or NULL. */
-static char *render_via_collector(int fmt, size_t *len)
+/* Is HOST of "HOST:PORT" a loopback address? (The port is checked by
+ * tally_serve_start.) */
+static int loopback(const char *listen)
 {
-	struct timespec dl;
-	unsigned long mine;
-	char *copy = NULL;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += 2;
-	pthread_mutex_lock(&mu);
-	while (req_seq != done_seq) /* one render at a time */
-		if (pthread_cond_timedwait(&cv_done, &mu, &dl) == ETIMEDOUT)
-			goto out;
-	req_fmt = fmt;
-	mine = ++req_seq;
-	pthread_cond_signal(&cv_req);
-	while (done_seq != mine)
-		if (pthread_cond_timedwait(&cv_done, &mu, &dl) == ETIMEDOUT)
-			goto out;
-	if (!result_err && result) {
-		copy = (char *)malloc(result_len + 1);
-		if (copy) {
-			memcpy(copy, result, result_len + 1);
-			*len = result_len;
-		}
-	}
-out:
-	pthread_mutex_unlock(&mu);
-	return copy;
-}
-
-/* ---- HTTP ------------------------------------------------------------------------ */
-
-static tally_mhd_result reply(struct MHD_Connection *c, unsigned status, const char *type,
-			      char *body, size_t len, enum MHD_ResponseMemoryMode mode)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
-	tally_mhd_result ret;
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static tally_mhd_result handle(void *cls, struct MHD_Connection *c, const char *url,
-			       const char *method, const char *version, const char *upload,
-			       size_t *upload_size, void **con_cls)
-{
-	static char not_found[] = "not found: try /metrics\n";
-	static char not_allowed[] = "method not allowed\n";
-	static char unavailable[] = "render failed or timed out\n";
-	const char *q;
-	char *body;
-	size_t len = 0;
-	int fmt;
-	(void)cls;
-	(void)version;
-	(void)upload;
-	if (*upload_size) { /* a body we do not want: drop it */
-		*upload_size = 0;
-		return MHD_YES;
-	}
-	(void)con_cls;
-	if (strcmp(url, "/metrics") != 0)
-		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", not_found, sizeof(not_found) - 1,
-			     MHD_RESPMEM_PERSISTENT);
-	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", not_allowed,
-			     sizeof(not_allowed) - 1, MHD_RESPMEM_PERSISTENT);
-	fmt = tally_export_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"));
-	q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-	if (q && !strcmp(q, "json"))
-		fmt = TALLY_EXPORT_JSON;
-	else if (q && !strcmp(q, "stat"))
-		fmt = TALLY_EXPORT_STAT;
-	body = render_via_collector(fmt, &len);
-	if (!body)
-		return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", unavailable,
-			     sizeof(unavailable) - 1, MHD_RESPMEM_PERSISTENT);
-	return reply(c, MHD_HTTP_OK, tally_export_content_type(fmt), body, len,
-		     MHD_RESPMEM_MUST_FREE);
+	return !strncmp(listen, "127.", 4) || !strncmp(listen, "localhost:", 10) ||
+	       !strncmp(listen, "[::1]:", 6);
 }
 
 /* ---- main ------------------------------------------------------------------------ */
@@ -356,7 +250,8 @@ static tally_mhd_result handle(void *cls, struct MHD_Connection *c, const char *
 static void usage(void)
 {
 	fprintf(stderr, "usage: exporter --listen 127.0.0.1:PORT --seconds S --quiesce-after Q\n"
-			"                [--writers N] [--conn-timeout T] [--expect-file PATH]\n");
+			"                [--writers N] [--conn-timeout T] [--request-timeout R]\n"
+			"                [--max-conns M] [--expect-file PATH]\n");
 	exit(2);
 }
 
@@ -379,20 +274,27 @@ static void sleep_until(const struct timespec *start, double s)
 	}
 }
 
+/* A whole number in [lo, hi] from s, or usage(). */
+static unsigned number(const char *s, unsigned lo, unsigned hi)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || v < lo || v > hi)
+		usage();
+	return (unsigned)v;
+}
+
 int main(int argc, char **argv)
 {
 	const char *listen = NULL, *expect_file = NULL;
 	double seconds = -1, quiesce = -1;
-	unsigned conn_timeout = 5;
-	struct sockaddr_in addr;
-	struct MHD_Daemon *d;
-	pthread_t collector;
+	struct tally_serve_opts o;
+	struct tally_serve *srv;
 	struct timespec start;
-	char host[64];
-	const char *colon;
-	long port;
+	char why[TALLY_SERVE_ERROR_MAX];
 	int i, g, err;
 
+	memset(&o, 0, sizeof(o));
 	for (i = 1; i < argc; i++) {
 		if (i + 1 >= argc)
 			usage();
@@ -403,31 +305,23 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--quiesce-after"))
 			quiesce = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--writers"))
-			nr_writers = atoi(argv[++i]);
+			nr_writers = (int)number(argv[++i], 1, MAX_WRITERS);
 		else if (!strcmp(argv[i], "--conn-timeout"))
-			conn_timeout = (unsigned)atoi(argv[++i]);
+			o.idle_timeout_s = number(argv[++i], 1, 600);
+		else if (!strcmp(argv[i], "--request-timeout"))
+			o.request_timeout_s = number(argv[++i], 1, 600);
+		else if (!strcmp(argv[i], "--max-conns"))
+			o.max_conns = number(argv[++i], 1, 4096);
 		else if (!strcmp(argv[i], "--expect-file"))
 			expect_file = argv[++i];
 		else
 			usage();
 	}
-	if (!listen || seconds <= 0 || seconds > 3600 || quiesce < 0 || quiesce > seconds ||
-	    nr_writers < 1 || nr_writers > MAX_WRITERS || conn_timeout < 1 || conn_timeout > 600)
+	if (!listen || seconds <= 0 || seconds > 3600 || quiesce < 0 || quiesce > seconds)
 		usage();
-	colon = strrchr(listen, ':');
-	if (!colon || (size_t)(colon - listen) >= sizeof(host))
-		usage();
-	memcpy(host, listen, (size_t)(colon - listen));
-	host[colon - listen] = '\0';
-	port = strtol(colon + 1, NULL, 10);
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_port = htons((uint16_t)port);
-	if (!strcmp(host, "localhost"))
-		strcpy(host, "127.0.0.1");
-	if (port < 0 || port > 65535 || inet_pton(AF_INET, host, &addr.sin_addr) != 1 ||
-	    (ntohl(addr.sin_addr.s_addr) >> 24) != 127) {
-		fprintf(stderr, "exporter: --listen must be a loopback IPv4 address and port\n");
+	if (!loopback(listen)) {
+		fprintf(stderr, "exporter: --listen must be a loopback address and port "
+				"(127.x.y.z:PORT, localhost:PORT or [::1]:PORT)\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -481,26 +375,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	if (pthread_create(&collector, NULL, collector_main, NULL))
-		return 1;
-	d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-			     handle, NULL, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
-			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
-			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16,
-			     MHD_OPTION_CONNECTION_TIMEOUT, conn_timeout,
-			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-			     MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)32, MHD_OPTION_END);
-	if (!d) {
-		fprintf(stderr, "exporter: cannot listen on %s\n", listen);
-		return 1;
+	/* One call serves /metrics; its render thread registers with liburcu. */
+	o.listen = listen;
+	o.thread_start = render_thread_start;
+	o.thread_stop = render_thread_stop;
+	err = tally_serve_start(&srv, &exporter, &o, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "exporter: %s\n", why);
+		return err == -EINVAL ? 2 : 1;
 	}
-	{
-		const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-		printf("exporter: listening on http://%s:%u/metrics\n", host,
-		       info ? (unsigned)info->port : (unsigned)port);
-		fflush(stdout);
-	}
+	printf("exporter: listening on http://%.*s:%u/metrics\n",
+	       (int)(strrchr(listen, ':') - listen), listen, tally_serve_port(srv));
+	fflush(stdout);
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (i = 0; i < nr_writers; i++) {
@@ -520,13 +406,14 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	sleep_until(&start, seconds);
 
-	MHD_stop_daemon(d);
-	pthread_mutex_lock(&mu);
-	collector_stop = 1;
-	pthread_cond_signal(&cv_req);
-	pthread_mutex_unlock(&mu);
-	pthread_join(collector, NULL);
-	free(result);
+	{
+		struct tally_serve_stats st;
+		tally_serve_stats(srv, &st);
+		printf("exporter: %lu renders, %lu connections closed to make room, %lu past "
+		       "their request deadline\n",
+		       st.renders, st.evicted, st.expired);
+	}
+	tally_serve_stop(srv);
 	tally_export_destroy(&exporter);
 	tally_tree_destroy(tree);
 	tally_vec_destroy(&vec);

@@ -317,7 +317,8 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
  * NUL) for this snapshot, and buf is left untouched (values can grow
  * between renders: leave slack, or use tally_export_render_alloc()); or
  * -EINVAL (NULL e, a bad format, buf NULL with size > 0, or a bad group
- * name or path met while rendering a tree; see tally_export_error()), or
+ * name or path met while rendering a tree; see tally_export_error()),
+ * -E2BIG (a tree's group path longer than TALLY_EXPORT_PATH_MAX), or
  * -ENOMEM. Each call reads fresh exact values and advances the widened
  * totals, even when it fails for want of space. Not beside other calls on
  * e; the rendered objects may be updated meanwhile.
@@ -360,8 +361,8 @@ static inline int tally_export_render(struct tally_export *e, int fmt, char *buf
 
 /**
  * tally_export_render_alloc - as tally_export_render, into a new buffer:
- * *out (free() it) holds *len bytes and a NUL. Returns 0, -EINVAL or
- * -ENOMEM (*out NULL).
+ * *out (free() it) holds *len bytes and a NUL. Returns 0, -EINVAL, -E2BIG
+ * or -ENOMEM (*out NULL).
  */
 static inline int tally_export_render_alloc(struct tally_export *e, int fmt, char **out,
 					    size_t *len)
@@ -464,7 +465,10 @@ static inline int tally_export_negotiate(const char *accept)
 						if (zero && d < end && *d == '.')
 							for (d++; d < end && *d == '0'; d++)
 								;
-						if (zero && (d == end || *d == ';' || *d == ' '))
+						/* then the end, or OWS (space or
+						 * tab) or the next parameter */
+						if (zero && (d == end || *d == ';' || *d == ' ' ||
+							     *d == '\t'))
 							match = 0;
 					}
 				}

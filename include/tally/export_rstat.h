@@ -11,30 +11,52 @@
  * For item i named n, two families:
  *   prefix_n{group="/a/b"}        hierarchical: the group and its subtree
  *   prefix_n_local{group="/a/b"}  local: the group alone
- * so sum(prefix_n_local) is the root's prefix_n and sum() over one family
- * never counts an event twice. Counters get _total in the output. The
- * flat-keyed TALLY_EXPORT_STAT text has the root's hierarchical values.
+ * so sum() over one family never counts an event twice. What the locals
+ * add up to: the root's hierarchical value counts every update of every
+ * group ever in the tree (a destroyed group hands its counts to its
+ * parent), the locals only the groups alive now (every one has a row: see
+ * Paths). So, once updates pause, sum(prefix_n_local) of a counter equals
+ * prefix_n{group="/"} as long as no group of the tree was ever destroyed,
+ * and falls short of it by what the destroyed groups counted themselves;
+ * while updates run, two rows may come from two flushes. Counters get _total
+ * in the output. The flat-keyed TALLY_EXPORT_STAT text has the root's
+ * hierarchical values.
  *
  * Paths: the root is "/", its child named a is "/a", a's child b "/a/b".
  * Names come from name_fn(group, name_arg), called while rendering for
  * every group but the root, or, with name_fn NULL, from the groups' own
- * names (tally_group_set_name()): a NULL name leaves the group and its subtree
- * out of the rows (their counts still appear in the ancestors'
- * hierarchical values). A name must be non-empty valid UTF-8 without '/';
- * a bad name, or two siblings with the same name, fails the render with
- * -EINVAL and tally_export_error() names the path.
+ * names (tally_group_set_name()). A group without a name (name_fn returns
+ * NULL, or it has no own name yet) is rendered as "#N", N its
+ * tally_group_serial(): every live group has a row, and that name is
+ * stable for the group's life. A name must be non-empty valid UTF-8
+ * without '/'; a bad name, or two siblings with one name (a group named
+ * "#N" beside the unnamed group with serial N included), fails the render
+ * with -EINVAL, and a path longer than TALLY_EXPORT_PATH_MAX bytes with
+ * -E2BIG; tally_export_error() names the place.
+ *
+ * The walk is iterative (an explicit stack, no recursion) and writes each
+ * row once: a render costs O(groups x (items + path length)) whatever the
+ * depth.
  *
  * Values are as of a flush: with TALLY_EXPORT_TREE_FLUSH every render
  * first forces a flush of the root (tally_group_flush_force), so the rows
  * are the exact sums of every update completed before the render. Without
  * it, rows show the last flush (a periodic flusher's). Counters are widened
- * per (group, item) as in export.h; the state of a group follows its
- * pointer and path, and is dropped once the group is no longer rendered.
+ * per (group, item) as in export.h. The widened state of a row is keyed by
+ * the group's serial and its path, and is dropped once the group is no
+ * longer rendered: a new group never inherits a destroyed one's totals,
+ * even at its address and under its name (restarted jobs). Such a row
+ * starts from the new group's own count; when that is below what the
+ * last scrape saw, Prometheus sees a counter reset (rate() and increase()
+ * handle it); when the new group counted more before the next scrape, a
+ * Prometheus that keeps no creation time cannot tell, and reads the
+ * difference as an increase: scrape more often than groups are replaced.
  *
  * The rendering thread walks children (tally_group_for_each_child), so it
  * must be registered with the tree's RCU flavor (urcu_memb_register_thread()
- * for the default), as rstat.h requires of walkers. Groups may be created
- * and destroyed meanwhile: a render sees each such group or not.
+ * for the default), as rstat.h requires of walkers; a render holds one
+ * read-side section for its walk. Groups may be created and destroyed
+ * meanwhile: a render sees each such group or not.
  */
 #ifndef TALLY_EXPORT_RSTAT_H
 #define TALLY_EXPORT_RSTAT_H
@@ -49,18 +71,38 @@ extern "C" {
 /** Force a flush of the root before each render (exact values). */
 #define TALLY_EXPORT_TREE_FLUSH 1u
 
-/** Names a group for tally_export_add_tree():
- * `const char *fn(const struct tally_group *g, void *arg)` returns g's path
- * component (non-empty UTF-8 without '/'), or NULL to leave g and its
- * subtree out of the rows. Called with the name_arg given at registration,
- * for every group but the root, by the rendering thread during a render;
- * the string must stay valid until that render returns. */
+/**
+ * Longest group path a tree source renders, in bytes ("/a/b" is 4): a
+ * group deeper than that fails the render with -E2BIG. It bounds what one
+ * row costs (its label holds the whole path), so a render writes O(groups)
+ * bytes however deep the tree. Within rstat.h's TALLY_RSTAT_DEPTH_MAX
+ * (1024) every path fits while names have at most 3 bytes; longer names
+ * fit less deep.
+ */
+#define TALLY_EXPORT_PATH_MAX 4096
+
+/**
+ * tally_export_group_name_fn - names a group for a tree source: returns
+ * g's path component (any valid UTF-8 but "" and '/'; read before the call
+ * returns, not kept), or NULL for the group's generated name "#N" (N its
+ * tally_group_serial()). Called with arg, on the rendering thread, inside
+ * the tree's read-side section, for every group but the root; it may call
+ * any tally read call on g.
+ */
 typedef const char *(*tally_export_group_name_fn)(const struct tally_group *g, void *arg);
 
-/* Private: one row's identity, and the tree source's render state. */
+/* Private: one row's identity (the group's serial: a new group at a
+ * destroyed one's address and path is another row), and the tree
+ * source's render state. */
 struct tally__export_row_key {
-	const struct tally_group *g;
-	uint64_t h; /* hash of its path */
+	uint64_t serial; /* tally_group_serial() */
+	uint64_t h;      /* hash of its path */
+};
+
+/* A group waiting for its row on the walk's stack. */
+struct tally__export_pending {
+	struct tally_group *g;
+	size_t parent; /* row of its parent */
 };
 
 struct tally__export_tree {
@@ -76,6 +118,8 @@ struct tally__export_tree {
 	size_t labels_len, labels_cap;
 	uint32_t *path_set; /* hash set of rows by path; cap_path_set slots */
 	size_t cap_path_set;
+	struct tally__export_pending *stack; /* the walk: groups not yet rowed */
+	size_t cap_stack;
 	/* the previous render's rows, indexed by key */
 	struct tally__export_row_key *prev_keys;
 	struct tally__export_series *prev_series;
@@ -96,7 +140,7 @@ static inline uint64_t tally__export_hash(const char *s, size_t n, uint64_t h)
 
 static inline uint64_t tally__export_row_key_hash(const struct tally__export_row_key *k)
 {
-	uint64_t h = k->h ^ ((uint64_t)(uintptr_t)k->g * 0x9e3779b97f4a7c15ull);
+	uint64_t h = k->h ^ (k->serial * 0x9e3779b97f4a7c15ull);
 	return h ^ (h >> 29);
 }
 
@@ -108,20 +152,13 @@ static inline void tally__export_tree_release(struct tally__export_source *s)
 	free(x->keys);
 	free(x->series);
 	free(x->path_set);
+	free(x->stack);
 	free(x->prev_keys);
 	free(x->prev_series);
 	free(x->prev_index);
 	free(x);
 	s->priv = NULL;
 }
-
-struct tally__export_walk {
-	struct tally_export *e;
-	struct tally__export_source *s;
-	struct tally__export_tree *x;
-	size_t parent; /* row of the parent */
-	int err;
-};
 
 /* Grow the per-row arrays to hold row r. */
 static inline int tally__export_tree_grow(struct tally__export_source *s,
@@ -198,13 +235,18 @@ static inline int tally__export_tree_row(struct tally_export *e, struct tally__e
 	const struct tally__export_series *old = NULL;
 	struct tally__export_series *nw;
 	uint64_t *values;
-	if (tally__export_tree_grow(s, x, r))
-		return -ENOMEM;
 	if (name) {
 		plen = strlen(s->labels + s->label_at[parent]);
 		if (plen == 1)
 			plen = 0; /* the root's "/" */
 	}
+	if (plen + 1 + nlen > TALLY_EXPORT_PATH_MAX)
+		return tally__export_fail(e, -E2BIG,
+					  "the path of a group under '%s' is longer than %u bytes "
+					  "(TALLY_EXPORT_PATH_MAX)",
+					  s->labels + s->label_at[parent], TALLY_EXPORT_PATH_MAX);
+	if (tally__export_tree_grow(s, x, r))
+		return -ENOMEM;
 	need = plen + 1 + nlen + 1;
 	if (x->labels_len + need > x->labels_cap) {
 		size_t cap = x->labels_cap ? 2 * x->labels_cap : 4096;
@@ -225,7 +267,7 @@ static inline int tally__export_tree_row(struct tally_export *e, struct tally__e
 	path[plen + 1 + nlen] = '\0';
 	x->labels_len += need;
 	s->label_at[r] = at;
-	x->keys[r].g = g;
+	x->keys[r].serial = tally_group_serial(g);
 	x->keys[r].h = tally__export_hash(path, plen + 1 + nlen, 0xcbf29ce484222325ull);
 	if (tally__export_tree_path_add(s, x, r) == -EEXIST)
 		return tally__export_fail(e, -EINVAL, "two groups have the path '%s'", path, 0);
@@ -235,7 +277,8 @@ static inline int tally__export_tree_row(struct tally_export *e, struct tally__e
 		for (j = (size_t)(tally__export_row_key_hash(&x->keys[r]) & mask); x->prev_index[j];
 		     j = (j + 1) & mask) {
 			size_t o = x->prev_index[j] - 1;
-			if (x->prev_keys[o].g == g && x->prev_keys[o].h == x->keys[r].h) {
+			if (x->prev_keys[o].serial == x->keys[r].serial &&
+			    x->prev_keys[o].h == x->keys[r].h) {
 				old = &x->prev_series[o * 2u * s->nr_items];
 				break;
 			}
@@ -259,37 +302,105 @@ static inline int tally__export_tree_row(struct tally_export *e, struct tally__e
 	return 0;
 }
 
-static inline int tally__export_tree_visit(struct tally_group *c, void *arg)
+/* tally_group_for_each_child callback: push child c onto the walk's
+ * stack (parent row in the walk's top entry template). */
+struct tally__export_push {
+	struct tally__export_tree *x;
+	size_t top, parent;
+	int err;
+};
+
+static inline int tally__export_tree_push(struct tally_group *c, void *arg)
 {
-	struct tally__export_walk *w = (struct tally__export_walk *)arg, sub;
-	const char *name =
-		w->x->name_fn ? w->x->name_fn(c, w->x->name_arg) : tally_group_name(c);
-	size_t n;
-	if (!name)
-		return 0;
-	n = strlen(name);
-	if (!n || memchr(name, '/', n) || !tally__utf8_ok(name, n)) {
-		const char *pp = w->s->labels + w->s->label_at[w->parent];
-		w->err = tally__export_fail(
-			w->e, -EINVAL,
-			"a group under '%s' has an empty, non-UTF-8 or '/'-holding name", pp, 0);
-		return 1;
+	struct tally__export_push *p = (struct tally__export_push *)arg;
+	struct tally__export_tree *x = p->x;
+	if (p->top == x->cap_stack) {
+		size_t cap = x->cap_stack ? 2 * x->cap_stack : 64;
+		struct tally__export_pending *st = (struct tally__export_pending *)realloc(
+			x->stack, cap * sizeof(*st));
+		if (!st) {
+			p->err = -ENOMEM;
+			return 1;
+		}
+		x->stack = st;
+		x->cap_stack = cap;
 	}
-	w->err = tally__export_tree_row(w->e, w->s, w->x, c, w->parent, name);
-	if (w->err)
-		return 1;
-	sub = *w;
-	sub.parent = w->s->nr_rows - 1;
-	tally_group_for_each_child(c, tally__export_tree_visit, &sub);
-	w->err = sub.err;
-	return w->err ? 1 : 0;
+	x->stack[p->top].g = c;
+	x->stack[p->top].parent = p->parent;
+	p->top++;
+	return 0;
+}
+
+/*
+ * The rows of every group, depth first, children in
+ * tally_group_for_each_child() order, as the old recursive walk wrote them,
+ * but with an explicit stack: no recursion, so any depth costs the same
+ * per group. The whole walk is one read-side section: the groups on the
+ * stack stay allocated until it ends, even if destroyed meanwhile.
+ */
+static inline int tally__export_tree_walk(struct tally_export *e, struct tally__export_source *s,
+					  struct tally__export_tree *x, struct tally_group *root)
+{
+	struct tally__export_push p;
+	struct tally__export_pending next;
+	int err;
+	p.x = x;
+	p.top = 0;
+	p.err = 0;
+	next.g = root;
+	next.parent = 0;
+	for (;;) {
+		const char *name = NULL;
+		char gen[24];
+		size_t n, lo, hi;
+		if (next.g != root) {
+			name = x->name_fn ? x->name_fn(next.g, x->name_arg)
+					  : tally_group_name(next.g);
+			if (!name) {
+				/** "#N": stable, and tells the group apart. */
+				uint64_t v = tally_group_serial(next.g);
+				char d[21];
+				int k = 0, m = 0;
+				do
+					d[k++] = (char)('0' + v % 10);
+				while ((v /= 10));
+				gen[m++] = '#';
+				while (k)
+					gen[m++] = d[--k];
+				gen[m] = '\0';
+				name = gen;
+			}
+			n = strlen(name);
+			if (!n || memchr(name, '/', n) || !tally__utf8_ok(name, n))
+				return tally__export_fail(e, -EINVAL,
+							  "a group under '%s' has an empty, "
+							  "non-UTF-8 or '/'-holding name",
+							  s->labels + s->label_at[next.parent], 0);
+		}
+		err = tally__export_tree_row(e, s, x, next.g, next.parent, name);
+		if (err)
+			return err;
+		/* Its children on top, reversed so the first is taken first. */
+		lo = p.top;
+		p.parent = s->nr_rows - 1;
+		tally_group_for_each_child(next.g, tally__export_tree_push, &p);
+		if (p.err)
+			return p.err;
+		for (hi = p.top; hi > lo + 1; lo++, hi--) {
+			struct tally__export_pending t = x->stack[lo];
+			x->stack[lo] = x->stack[hi - 1];
+			x->stack[hi - 1] = t;
+		}
+		if (!p.top)
+			return 0;
+		next = x->stack[--p.top];
+	}
 }
 
 static inline int tally__export_collect_tree(struct tally_export *e, struct tally__export_source *s)
 {
 	struct tally__export_tree *x = (struct tally__export_tree *)s->priv;
 	struct tally_group *root = tally_tree_root(x->tree);
-	struct tally__export_walk w;
 	size_t cap, r;
 	int err;
 	if (x->flags & TALLY_EXPORT_TREE_FLUSH)
@@ -298,21 +409,15 @@ static inline int tally__export_collect_tree(struct tally_export *e, struct tall
 	x->labels_len = 0;
 	if (x->path_set)
 		memset(x->path_set, 0, x->cap_path_set * sizeof(*x->path_set));
-	err = tally__export_tree_row(e, s, x, root, 0, NULL);
+	tally_tree_read_lock(x->tree);
+	err = tally__export_tree_walk(e, s, x, root);
+	tally_tree_read_unlock(x->tree);
 	if (err) {
+		/* Keep the previous state: nothing of this render counts. */
+		if (err == -ENOMEM)
+			tally__export_fail(e, err, "out of memory", NULL, 0);
 		s->nr_rows = 0;
 		return err;
-	}
-	w.e = e;
-	w.s = s;
-	w.x = x;
-	w.parent = 0;
-	w.err = 0;
-	tally_group_for_each_child(root, tally__export_tree_visit, &w);
-	if (w.err) {
-		/* Keep the previous state: nothing of this render counts. */
-		s->nr_rows = 0;
-		return w.err;
 	}
 	/* This render's rows become the state the next one starts from. */
 	for (cap = 64; cap < 2 * s->nr_rows; cap *= 2)
@@ -358,8 +463,9 @@ static inline int tally__export_collect_tree(struct tally_export *e, struct tall
  * tree's own, tally_tree_item_name()), else item\<i\>;
  * helps[i] and kinds[i] as in tally_export_add_vec (the local family's
  * help gets " (this group alone)" appended, the other's " (this group and
- * its descendants)"). name_fn names groups (NULL: their own names; see
- * above); flags: TALLY_EXPORT_TREE_FLUSH or 0.
+ * its descendants)"; the caller's text may have TALLY_EXPORT_HELP_MAX
+ * bytes). name_fn names groups (NULL: their own names; see the header
+ * comment); flags: TALLY_EXPORT_TREE_FLUSH or 0.
  * Returns 0, -EINVAL (NULL e or t, a bad name, help, kind or
  * flag; nothing registered; see tally_export_error()) or -ENOMEM. t must
  * outlive e.
@@ -373,6 +479,7 @@ static inline int tally_export_add_tree(struct tally_export *e, const char *pref
 	struct tally__export_source s;
 	struct tally__export_tree *x;
 	struct tally__export_family *fams, *one;
+	char **full;
 	unsigned n, i;
 	int err;
 	if (tally__bad(!e))
@@ -427,27 +534,46 @@ static inline int tally_export_add_tree(struct tally_export *e, const char *pref
 		tally__export_fill_families(one, n, prefix, names, helps, kinds, "tally tree item",
 					    NULL);
 	}
+	/* The helps are checked as given (TALLY_EXPORT_HELP_MAX applies to
+	 * the caller's text) and get their suffix once registered: full[]
+	 * is made first, so nothing can fail after the registration. */
+	full = (char **)calloc(2u * n, sizeof(*full));
 	for (i = 0; i < n; i++) {
 		s.kinds[i] = one[i].kind;
 		fams[2 * i] = one[i];
 		fams[2 * i].column = 2 * i;
-		fams[2 * i].help = one[i].help
-					   ? tally__export_join(one[i].help, NULL,
-								" (this group and its descendants)")
-					   : NULL;
 		fams[2 * i + 1] = one[i];
 		fams[2 * i + 1].name =
 			one[i].name ? tally__export_join(one[i].name, NULL, "_local") : NULL;
-		fams[2 * i + 1].help =
-			one[i].help ? tally__export_join(one[i].help, NULL, " (this group alone)")
-				    : NULL;
+		fams[2 * i + 1].help = one[i].help ? tally__export_strdup(one[i].help) : NULL;
 		fams[2 * i + 1].column = 2 * i + 1;
 		fams[2 * i + 1].in_stat = 0;
-		free(one[i].help);
+		if (full && one[i].help) {
+			full[2 * i] = tally__export_join(one[i].help, NULL,
+							 " (this group and its descendants)");
+			full[2 * i + 1] = tally__export_join(one[i].help, NULL, " (this group alone)");
+		}
 	}
 	free(one);
+	for (i = 0; i < 2u * n; i++)
+		if (!full || !full[i]) {
+			/* out of memory: the registration fails and frees */
+			free(fams[i].help);
+			fams[i].help = NULL;
+		}
 	err = tally__export_register(e, &s, fams, 2u * n);
 	free(fams);
+	for (i = 0; full && i < 2u * n; i++) {
+		if (!err) {
+			struct tally__export_family *f =
+				&e->tally__families[e->tally__nr_families - 2u * n + i];
+			free(f->help);
+			f->help = full[i];
+		} else {
+			free(full[i]);
+		}
+	}
+	free(full);
 	return err;
 }
 

@@ -316,6 +316,7 @@ struct tally_tree {
 	struct tally__rstat_rcu tally__rcu;
 	char **tally__item_names; /* NULL, or set once: see rstat/names.h */
 	unsigned char *tally__item_flags; /* NULL (all counters), or per item */
+	uint64_t tally__last_serial; /* the last group's serial; flush lock */
 };
 
 /** A group of a tree: one node of the hierarchy, made by
@@ -330,6 +331,7 @@ struct tally_group {
 	/** The reset baselines: NULL until the first reset of g (rstat/reset.h),
 	 * then state's [nr_items] and local's [nr_items]; atomic. */
 	union { tally_uword *p; uint64_t size; } tally__base;
+	uint64_t tally__serial; /* creation number in the tree, never reused */
 	struct tally__pcpu tally__pcpu; /* slot chunks: tally__rstat_cpu, words, prev */
 	struct tally__rstat_gdirty tally__dirty;
 	struct tally__rstat_gcount tally__cnt;
@@ -732,6 +734,22 @@ TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g
 		return NULL;
 	}
 	return g->tally__links.parent;
+}
+
+/**
+ * tally_group_serial - g's creation number in its tree: 0 for the root,
+ * then 1, 2, ... in the order tally_group_create() made the groups. Never
+ * reused while the tree lives (a group created where a destroyed one was,
+ * at its address and under its name, has another serial), so it tells
+ * groups apart where a pointer cannot: exporters key their per-group
+ * state by it. 0 for NULL g.
+ * Wait-free, any thread (set before the group is published, never
+ * changed); on a group another thread may destroy, inside
+ * tally_tree_read_lock().
+ */
+TALLY__INLINE uint64_t tally_group_serial(const struct tally_group *g)
+{
+	return g ? g->tally__serial : 0;
 }
 
 /** tally_group_tree - the tree g belongs to; NULL with errno EINVAL for a

@@ -6,8 +6,9 @@
 #       from a C++-only project);
 #   (c) add_subdirectory() of the source tree (tally must stay quiet: no
 #       tests and no install rules of its own in the outer project);
-#   (d) pkg-config: cc $(pkg-config --cflags --libs tally), and tally-rstat
-#       for the hierarchy;
+#   (d) pkg-config: cc $(pkg-config --cflags --libs tally), tally-rstat
+#       for the hierarchy, and tally-serve for /metrics (where
+#       libmicrohttpd is installed);
 #   (e) a counter-only program where liburcu cannot be found: hidden from
 #       pkg-config, its headers #error first on the include path. tally
 #       (pkg-config) and find_package(tally) must work without it, and
@@ -28,7 +29,7 @@ work=$(cd "$work" && pwd)
 (cd "$work" && rm -rf tally-build configured-prefix prefix find_package find_package-newer \
 	cxx_only add_subdirectory add_subdirectory-prefix consumer_pc_c consumer_pc_cxx \
 	consumer_pc_rstat no-urcu counter_only counter_only-rstat consumer_nourcu_c \
-	consumer_nourcu_cxx)
+	consumer_nourcu_cxx consumer_pc_serve)
 prefix=$work/prefix
 stage="setup"
 trap 'echo "consumers: FAILED at: $stage" >&2' ERR
@@ -56,14 +57,14 @@ while IFS= read -r h; do
 done < <(cd "$src/include" && find tally -name '*.h')
 for f in share/cmake/tally/tallyConfig.cmake share/cmake/tally/tallyConfigVersion.cmake \
 	share/cmake/tally/tallyTargets.cmake share/cmake/tally/tallyRstatTargets.cmake \
-	share/cmake/tally/tallyRstatBpTargets.cmake \
-	share/pkgconfig/tally.pc share/pkgconfig/tally-rstat.pc share/pkgconfig/tally-rstat-bp.pc; do
+	share/cmake/tally/tallyRstatBpTargets.cmake share/cmake/tally/tallyServeTargets.cmake \
+	share/pkgconfig/tally.pc share/pkgconfig/tally-rstat.pc share/pkgconfig/tally-rstat-bp.pc share/pkgconfig/tally-serve.pc; do
 	[ -f "$prefix/$f" ] || fail "$f not installed"
 done
 # Nothing but the package: no tests, examples or build files.
 extra=$(cd "$prefix" && find . -type f ! -path './include/tally/*.h' \
 	! -path './share/cmake/tally/*.cmake' ! -path './share/pkgconfig/tally.pc' \
-	! -path './share/pkgconfig/tally-rstat.pc' ! -path './share/pkgconfig/tally-rstat-bp.pc')
+	! -path './share/pkgconfig/tally-rstat.pc' ! -path './share/pkgconfig/tally-rstat-bp.pc' ! -path './share/pkgconfig/tally-serve.pc')
 [ -z "$extra" ] || fail "unexpected installed files: $extra"
 
 # ---- (b) find_package -------------------------------------------------------
@@ -130,6 +131,17 @@ incdir=$(pkg-config --variable=includedir tally)
 "$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror "$here/src/consumer_rstat.c" \
 	$(pkg-config --cflags --libs tally-rstat) -o "$work/consumer_pc_rstat"
 "$work/consumer_pc_rstat"
+
+# /metrics through tally-serve (tally plus libmicrohttpd), where it is.
+if pkg-config --exists libmicrohttpd; then
+	[ "$(pkg-config --modversion tally-serve)" = "$version" ] || fail "tally-serve version"
+	# shellcheck disable=SC2086
+	"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror "$here/src/consumer_serve.c" \
+		$(pkg-config --cflags --libs tally-serve) -o "$work/consumer_pc_serve"
+	"$work/consumer_pc_serve"
+else
+	echo "consumers: libmicrohttpd not installed: tally-serve not checked"
+fi
 
 # ---- (e) counter-only, liburcu not visible ----------------------------------
 stage="(e) counter-only without liburcu"

@@ -386,7 +386,7 @@ static void expect_err(struct tally_export *e, int err, const char *what)
 		fail(NULL, "%s failed without a message", what);
 }
 
-/* Paths of named groups reachable through named ancestors. */
+/* Paths of every group; an unnamed one is "#N", N its serial. */
 static void build_paths(struct gnames *ns, int *parent, struct expect *x)
 {
 	int i;
@@ -394,17 +394,16 @@ static void build_paths(struct gnames *ns, int *parent, struct expect *x)
 	strcpy(x->paths[0], "/");
 	for (i = 0; i < ns->n; i++) {
 		char path[400] = "";
-		int chain[64], k = 0, j, ok = 1;
-		for (j = i; j >= 0; j = parent[j]) {
-			if (ns->nil[j])
-				ok = 0;
+		int chain[64], k = 0, j;
+		for (j = i; j >= 0; j = parent[j])
 			chain[k++] = j;
-		}
-		if (!ok)
-			continue;
 		while (k--) {
 			size_t l = strlen(path);
-			snprintf(path + l, sizeof(path) - l, "/%s", ns->name[chain[k]]);
+			if (ns->nil[chain[k]])
+				snprintf(path + l, sizeof(path) - l, "/#%llu",
+					 (unsigned long long)tally_group_serial(ns->g[chain[k]]));
+			else
+				snprintf(path + l, sizeof(path) - l, "/%s", ns->name[chain[k]]);
 		}
 		snprintf(x->paths[x->nr_paths++], sizeof(x->paths[0]), "%s", path);
 	}

@@ -227,6 +227,7 @@ static inline struct tally_group *tally__rstat_group_create(struct tally_group *
 		errno = -err;
 		return NULL;
 	}
+	g->tally__serial = ++t->tally__last_serial; /* before the publish below */
 	first = parent->tally__links.first_child;
 	g->tally__links.next_sibling = first;
 	if (first)
