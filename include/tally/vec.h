@@ -529,7 +529,9 @@ static inline int tally_vec_snapshot_since_reset(const struct tally_vec *v, tall
  * value as signed: the reader of gauges (TALLY_VEC_ITEM_GAUGE, which no
  * reset moves: their current values, negative ones included), and of
  * event counters since their last reset (modulo 2^W, as signed).
- * @param n room in out, at least tally_vec_nr_items(v).
+ * @param v   the vector
+ * @param out nr_items values, signed
+ * @param n   room in out, at least tally_vec_nr_items(v).
  * @return 0, or -EINVAL (NULL v or out, n too small: out untouched).
  * Same contract as tally_vec_snapshot_since_reset (blocking: v's lock).
  */
@@ -537,7 +539,7 @@ static inline int tally_vec_snapshot_signed(const struct tally_vec *v, tally_swo
 					    unsigned n)
 {
 	unsigned i;
-	/** tally_sword and tally_uword are the signed and unsigned types of
+	/* tally_sword and tally_uword are the signed and unsigned types of
 	 * one width: out may be read as either. */
 	int err = tally_vec_snapshot_since_reset(v, (tally_uword *)out, n);
 	if (err)
