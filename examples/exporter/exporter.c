@@ -407,7 +407,7 @@ int main(int argc, char **argv)
 	sleep_until(&start, seconds);
 
 	{
-		struct tally_serve_stats st;
+		struct tally_serve_stats st = {0};
 		tally_serve_stats(srv, &st);
 		printf("exporter: %lu renders, %lu connections closed to make room, %lu past "
 		       "their request deadline\n",
