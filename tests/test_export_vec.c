@@ -381,7 +381,7 @@ Test(export_vec, label_names_fuzzed)
 		err = tally_export_add_vec(&e, NULL, &v, NULL, NULL, NULL);
 		if (err) {
 			char *t;
-			size_t len;
+			size_t len = 0;
 			refused++;
 			cr_assert_eq(err, -EINVAL, "'%s': %d", name, err);
 			cr_assert_neq(tally_export_error(&e)[0], '\0', "'%s': no message", name);
@@ -394,7 +394,7 @@ Test(export_vec, label_names_fuzzed)
 			struct tally_vec w;
 			struct tally_vec_opts ow = {.nr_items = 1, .names = again};
 			struct tally_export f;
-			size_t len;
+			size_t len = 0;
 			accepted++;
 			labelled += strchr(name, '{') != NULL;
 			cr_assert_eq(tally_export_render_alloc(&e, TALLY_EXPORT_STAT, &t, &len), 0);

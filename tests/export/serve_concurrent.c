@@ -226,7 +226,7 @@ int main(void)
 		failf("the final scrape is not exact", r);
 	free(r);
 	{
-		struct tally_serve_stats st;
+		struct tally_serve_stats st = {0};
 		tally_serve_stats(srv, &st);
 		printf("serve_concurrent: %lu renders, %lu updates, %lu evicted, %lu expired\n",
 		       st.renders, written, st.evicted, st.expired);
