@@ -119,7 +119,7 @@ static void hist_teardown(struct cbench_state *s, void *arg)
 			     "hist not exact");
 		tally_hist_snap_destroy(&snap);
 	}
-	cbench_counter(s, "bytes_per_cpu", (double)hist.tally__pcpu.stride, 0);
+	cbench_counter(s, "bytes_per_cpu", (double)(TALLY__HIST_BUCKETS_OFF + 8u * (size_t)hist.tally__l.nr), 0);
 	tally_hist_destroy(&hist);
 }
 
