@@ -40,6 +40,14 @@
 #  include <sched.h>
 #  include <unistd.h>
 #endif
+#if defined(__linux__)
+#  include <sys/syscall.h>
+/* Strict ISO C hides syscall(); a compatible redeclaration (C only: C++
+ * compilers define _GNU_SOURCE). */
+#  if !defined(__cplusplus) && (!defined(__GLIBC__) || !defined(__USE_MISC))
+extern long syscall(long number, ...);
+#  endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -230,8 +238,9 @@ static inline long tally__os_cpu_list_max(const char *s)
 /*
  * tally__os_possible_cpus - how many CPU ids the system may ever use
  * (Linux: /sys/devices/system/cpu/possible, highest id + 1, so a CPU that
- * comes online later is counted), at least sysconf(_SC_NPROCESSORS_CONF).
- * 0 when the OS cannot tell. Reads a file: callers cache the result.
+ * comes online later is counted; without sysfs, the size of the kernel's
+ * CPU mask), at least sysconf(_SC_NPROCESSORS_CONF): on Linux, above every
+ * CPU id the kernel can report. 0 when the OS cannot tell. Reads a file: callers cache the result.
  */
 static inline unsigned tally__os_possible_cpus(void)
 {
@@ -249,6 +258,19 @@ static inline unsigned tally__os_possible_cpus(void)
 				max = tally__os_cpu_list_max(buf);
 			}
 		}
+	}
+#endif
+#if defined(__linux__) && defined(SYS_sched_getaffinity)
+	if (max < 0) {
+		/* No sysfs: the raw system call copies the kernel's whole CPU
+		 * mask, whose size in bits covers every id the kernel can ever
+		 * report (nr_cpu_ids rounded up to a long), and returns that
+		 * size. The rseq add relies on every id being below the count
+		 * (tally/rseq.h: TALLY__RSEQ_CPU_CHECK). */
+		unsigned long mask[8192 / (8 * sizeof(unsigned long))];
+		long r = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+		if (r > 0)
+			max = 8 * r - 1;
 	}
 #endif
 #if defined(_SC_NPROCESSORS_CONF)

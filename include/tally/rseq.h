@@ -105,6 +105,25 @@ TALLY__INLINE int tally__rseq_cpu(void)
 #  else
 #    define TALLY__RSEQ_RM "rm"
 #  endif
+/*
+ * The section's check of the CPU number it read from cpu_id (in register
+ * reg), leaving to label for a thread with no registration or a CPU past
+ * the slots. With slots detected (TALLY_CPU_SLOTS 0), nr covers every CPU
+ * id the kernel can report (tally__nr_cpu_slots(): the possible CPUs, or
+ * the kernel's cpumask size), so a registered thread's cpu_id is always
+ * below it and only the unregistered values, negative as signed, leave: a
+ * sign test, no load of nr. With TALLY_CPU_SLOTS set (tests, projections),
+ * the slots may be fewer than the CPUs: an unsigned compare with nr, which
+ * covers both. TALLY__RSEQ_NR(nr) is the asm operand nr, only where the
+ * compare reads it.
+ */
+#  if TALLY_CPU_SLOTS
+#    define TALLY__RSEQ_CPU_CHECK(reg, label) "cmpl %[nr], " reg "\n\t" "jae " label "\n\t"
+#    define TALLY__RSEQ_NR(nr) [nr] TALLY__RSEQ_RM(nr)
+#  else
+#    define TALLY__RSEQ_CPU_CHECK(reg, label) "testl " reg ", " reg "\n\t" "js " label "\n\t"
+#    define TALLY__RSEQ_NR(nr) [nr] "i"(0)
+#  endif
 /* The section of tally__rseq_add(), with the shift of the CPU number as
  * an instruction and its operand: by a constant, or by %cl. */
 #  define TALLY__RSEQ_ADD_ASM(shl, shift_operand)                                             \
@@ -119,8 +138,7 @@ TALLY__INLINE int tally__rseq_cpu(void)
 		     "movq %q[addr], %%fs:%c[cs](%[rs])\n\t"                                   \
 		     "1:\n\t"                                                                  \
 		     "movl %%fs:%c[id](%[rs]), %k[addr]\n\t"                                   \
-		     "cmpl %[nr], %k[addr]\n\t"                                                \
-		     "jae 5f\n\t"                                                              \
+		     TALLY__RSEQ_CPU_CHECK("%k[addr]", "5f")                                   \
 		     shl                                                                       \
 		     "addq %[p], %q[addr]\n\t"                                                 \
 		     "mov (%q[addr]), %[nv]\n\t"                                               \
@@ -137,7 +155,7 @@ TALLY__INLINE int tally__rseq_cpu(void)
 		     ".previous\n\t"                                                           \
 		     : [addr] "=&r"(addr), [nv] "=&r"(nv)                                      \
 		     : [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),      \
-		       [id] "i"(offsetof(struct rseq, cpu_id)), [nr] TALLY__RSEQ_RM(nr),       \
+		       [id] "i"(offsetof(struct rseq, cpu_id)), TALLY__RSEQ_NR(nr),            \
 		       shift_operand, [p] TALLY__RSEQ_RM(p), [d] "re"(d), [sig] "i"(RSEQ_SIG)  \
 		     : "memory", "cc"                                                          \
 		     : fallback)
@@ -153,16 +171,19 @@ TALLY__INLINE int tally__rseq_cpu(void)
  * Returns false, having changed nothing, when the caller must use an
  * atomic RMW instead: this thread has no registration, or its CPU number
  * is >= nr (a CPU beyond the slots counted at allocation: TALLY_CPU_SLOTS
- * may count fewer). One unsigned compare decides both: the section reads
- * cpu_id, which the kernel keeps equal to cpu_id_start (the current CPU)
- * for a registered thread inside a section (a migration aborts the
- * section), and which holds RSEQ_CPU_ID_UNINITIALIZED (-1) or
+ * may count fewer). One test decides both (TALLY__RSEQ_CPU_CHECK): the
+ * section reads cpu_id, which the kernel keeps equal to cpu_id_start (the
+ * current CPU) for a registered thread inside a section (a migration
+ * aborts the section), and which holds RSEQ_CPU_ID_UNINITIALIZED (-1) or
  * RSEQ_CPU_ID_REGISTRATION_FAILED (-2) for a thread that has none (glibc
- * registered nothing: valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0); as
- * unsigned, both are >= nr. So the fast path needs no load of __rseq_size:
- * an unregistered thread stores to its rseq_cs field (user space's,
- * ignored by a kernel that has no registration for it), fails the compare
- * and leaves; the caller's fallback reads __rseq_size to choose its slot.
+ * registered nothing: valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0):
+ * negative as signed, >= nr as unsigned. With detected slots every CPU id
+ * is below nr, so the sign decides; with TALLY_CPU_SLOTS set, an unsigned
+ * compare with nr. So the fast path needs no load of __rseq_size (nor of
+ * nr, with detected slots): an unregistered thread stores to its rseq_cs
+ * field (user space's, ignored by a kernel that has no registration for
+ * it), fails the test and leaves; the caller's fallback reads __rseq_size
+ * to choose its slot.
  *
  * The section, in the kernel's terms: start_ip at 1, post_commit_ip at 2,
  * abort_ip at 4 (preceded by glibc's RSEQ_SIG, 0x0f 0xb9 0x3d then the
@@ -179,16 +200,18 @@ TALLY__INLINE int tally__rseq_cpu(void)
  * where it can):
  *   lea desc; mov -> rseq_cs   arm the section: what makes it restartable
  *   mov cpu_id -> addr         which slot
- *   cmp nr; jae                no registration, or a CPU past the slots:
+ *   test; js (or cmp nr; jae)  no registration (or a CPU past the slots):
  *                              never write past the regions
  *   shl; add p                 the slot's address: no multiply, no table
  *                              (the slot number, wanted only on slow
  *                              paths, is computed there from the address)
  *   mov; add; mov              the update (its new value is what the
  *                              counter's carry check reads)
- * Ten, against a bare add's eleven (librseq's rseq_load_add_store__ptr
- * keeps the CPU in a register of its own and compares cpu_id with a CPU
- * read before the section, where this bound-checks); with
+ * Ten with four loads (rseq_cs's descriptor is an address, not a load:
+ * cpu_id, p, the word; nr only with TALLY_CPU_SLOTS), against a bare
+ * add's eleven with four (librseq's rseq_load_add_store__ptr keeps the
+ * CPU in a register of its own and compares cpu_id with a CPU read before
+ * the section, where this tests the sign); with
  * TALLY_RSEQ_CLEAR_CS one store more: rseq_cs = 0.
  *
  * rseq_cs after the section: the kernel reads the descriptor it points to
@@ -225,6 +248,7 @@ TALLY__INLINE bool tally__rseq_add(unsigned char *p, unsigned shift, unsigned nr
 				   tally_uword *newval, tally_uword **word)
 {
 	tally_uword *addr, nv;
+	(void)nr; /* read by the section only with TALLY_CPU_SLOTS */
 	TALLY__RSEQ_ADD_ASM("shlq %%cl, %q[addr]\n\t", [shift] "c"(shift));
 	*newval = nv;
 	*word = addr;
@@ -240,6 +264,7 @@ TALLY__INLINE bool tally__rseq_add_small(unsigned char *p, unsigned nr, tally_uw
 					 tally_uword *newval, tally_uword **word)
 {
 	tally_uword *addr, nv;
+	(void)nr; /* read by the section only with TALLY_CPU_SLOTS */
 	TALLY__RSEQ_ADD_ASM("shlq %[shift], %q[addr]\n\t", [shift] "i"(TALLY_PCPU_REGION_SHIFT));
 	*newval = nv;
 	*word = addr;

@@ -5,6 +5,7 @@
  *                           must have registered rseq and the fast path
  *                           must be taken: adds land in the slot of the CPU
  *                           the thread is pinned to, a CPU beyond the slots
+ *                           (rseq_slots1: built with TALLY_CPU_SLOTS=1)
  *                           goes to the shared slot, and sums stay exact
  *                           with many threads preempted and signalled in
  *                           the middle of their critical sections.
@@ -64,7 +65,7 @@ static int pin(int cpu)
 /* ---- 1: where single adds land, CPU by CPU ------------------------------- */
 static void check_placement(int fast)
 {
-	struct tally__pcpu p, view;
+	struct tally__pcpu p;
 	cpu_set_t allowed;
 	int cpu, pinned = 0;
 	CHECK(tally__pcpu_alloc(&p, sizeof(tally_uword)) == 0, "alloc");
@@ -103,21 +104,26 @@ static void check_placement(int fast)
 			} else {
 				CHECK(word(&p, (unsigned)cpu) == before[0], "declined yet wrote");
 			}
+#  if TALLY_CPU_SLOTS
 			/* A CPU beyond the slots: declined, nothing written. */
 			before[0] = word(&p, (unsigned)cpu);
 			took = tally__rseq_add(p.base, p.shift, (unsigned)cpu, 5, &nv, &w);
 			CHECK(!took, "CPU %d >= nr %d must decline", cpu, cpu);
 			CHECK(word(&p, (unsigned)cpu) == before[0], "bound fail wrote");
+#  endif
 		}
 #else
 		(void)fast;
 #endif
+#if TALLY_CPU_SLOTS || !TALLY__HAVE_RSEQ
 		/* A view with fewer CPU slots than this CPU's number: with rseq
 		 * registered the add must go to the view's shared slot (others
-		 * may add plainly to CPU slots), without it to cpu % nr. */
+		 * may add plainly to CPU slots), without it to cpu % nr. (With
+		 * detected slots and rseq the section tests only the sign of
+		 * the CPU number: no CPU is past the slots, see below.) */
 		if (cpu >= 1) {
 			unsigned want;
-			view = p;
+			struct tally__pcpu view = p;
 			view.nr = 1;
 			want = rseq_registered() && TALLY__HAVE_RSEQ ? 1u : (unsigned)cpu % 1u;
 			before[0] = word(&view, want);
@@ -125,8 +131,44 @@ static void check_placement(int fast)
 			CHECK(slot == want, "CPU %d with nr 1: slot %u, want %u", cpu, slot, want);
 			CHECK(word(&view, want) == before[0] + 3, "view word");
 		}
+#endif
 	}
 	CHECK(pinned > 0, "could not pin to any CPU");
+#if TALLY_CPU_SLOTS
+	/* Built with fewer slots than CPUs (the rseq_slots1 test): a thread
+	 * pinned to a CPU past them is declined by the section, and its add
+	 * goes to the shared slot (rseq registered) or to cpu % nr. */
+	int beyond = 0;
+	for (cpu = (int)p.nr; cpu < CPU_SETSIZE; cpu++) {
+		unsigned slot = 12345, want;
+		tally_uword was;
+		if (!CPU_ISSET(cpu, &allowed) || pin(cpu))
+			continue;
+		want = rseq_registered() && TALLY__HAVE_RSEQ ? p.nr : (unsigned)cpu % p.nr;
+		was = word(&p, want);
+		tally__pcpu_add(&p, 0, 11, &slot);
+		CHECK(slot == want, "CPU %d past %u slots: slot %u, want %u", cpu, p.nr, slot, want);
+		CHECK(word(&p, want) == was + 11, "CPU %d past the slots: word", cpu);
+#  if TALLY__HAVE_RSEQ
+		{
+			tally_uword nv2 = 0, *w2 = NULL;
+			CHECK(!tally__rseq_add(p.base, p.shift, p.nr, 5, &nv2, &w2),
+			      "CPU %d >= nr %u must decline", cpu, p.nr);
+		}
+#  endif
+		beyond++;
+	}
+	printf("rseq: %d CPUs past the %u slots checked\n", beyond, p.nr);
+#else
+	/* Detected slots cover every CPU id the kernel can report (the rseq
+	 * section relies on it: tally/rseq.h, TALLY__RSEQ_CPU_CHECK): every
+	 * CPU this thread may run on is below nr. */
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &allowed))
+			CHECK((unsigned)cpu < p.nr, "CPU %d has no slot (nr %u)", cpu, p.nr);
+	CHECK(p.nr >= tally__os_possible_cpus(), "nr %u below the possible CPUs %u", p.nr,
+	      tally__os_possible_cpus());
+#endif
 	sched_setaffinity(0, sizeof(allowed), &allowed);
 	tally__pcpu_free(&p);
 }
@@ -232,8 +274,11 @@ static void check_threads(void)
 	      (long)tally_counter_read(&ctr));
 	CHECK(tally__pcpu_sum(&raw, 0) == expect, "raw sum %lu, expected %lu",
 	      (unsigned long)tally__pcpu_sum(&raw, 0), (unsigned long)expect);
-	/* Every CPU has a slot, so nothing may have used the shared slot. */
-	CHECK(word(&raw, raw.nr) == 0, "shared slot holds %lu", (unsigned long)word(&raw, raw.nr));
+	/* Every CPU has a slot (unless built with fewer), so nothing may have
+	 * used the shared slot. */
+	if (raw.nr >= tally__os_possible_cpus())
+		CHECK(word(&raw, raw.nr) == 0, "shared slot holds %lu",
+		      (unsigned long)word(&raw, raw.nr));
 	printf("rseq: %d threads x %d adds, %lu signals sent, total %ld exact\n", THREADS, ADDS,
 	       signals, (long)tally__to_signed(expect));
 	tally_counter_destroy(&ctr);
