@@ -22,8 +22,10 @@
  *                              (pcpu_ref.h)
  *   counter_add/tally          tally_counter_add(c, 1) with batch 2^24
  *                              (folds once per 16M adds per CPU): the
- *                              cheapest update a user calls, the baseline
- *                              for group_mod's ratio in the same run
+ *                              cheapest update a user calls
+ *   counter_add/tally_default  the same with the default batch: the
+ *                              baseline for group_mod's ratio in the same
+ *                              run (what a user calls beside it)
  *
  * Every update benchmark checks the root's total after a final flush.
  */
@@ -130,12 +132,12 @@ static struct cbench *depths(struct cbench *b)
 /* ---- the counter add, the baseline ------------------------------------------ */
 
 static struct tally_counter counter_ref;
+static int counter_default = 1; /* arg: the default batch; NULL: 2^24 */
 
 static int counter_setup(struct cbench_state *s, void *arg)
 {
 	(void)s;
-	(void)arg;
-	return tally_counter_init(&counter_ref, 0, (tally_sword)1 << 24);
+	return tally_counter_init(&counter_ref, 0, arg ? 0 : (tally_sword)1 << 24);
 }
 
 static void counter_teardown(struct cbench_state *s, void *arg)
@@ -485,6 +487,9 @@ CBENCH_INIT(register_rstat)
 			    mod_setup, mod_teardown));
 	pcpu_ref_register();
 	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally", counter_body, NULL),
+					counter_setup, counter_teardown));
+	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally_default", counter_body,
+							&counter_default),
 					counter_setup, counter_teardown));
 	sizes(cbench_arg_name(cbench_register("flush/tally", flush_updated, NULL),
 			      "updated_groups"),

@@ -1,10 +1,10 @@
 /*
  * bench/userloop.c - what a user's own loop pays per call, without the
  * benchmark harness: tally_counter_add (default batch, and the largest
- * batch, tally_counter_max_batch(): never a fold) and tally_group_mod on a
- * group at depth 4 (8 items, nothing flushing), one thread, each case timed by thread CPU time over
- * N calls, the cases interleaved, best of R rounds. bench/RESULTS.md
- * quotes it ("What a user's loop pays").
+ * batch, tally_counter_max_batch(): never a fold) and tally_group_mod on
+ * groups at depth 1, 4 and 8 (8 items, nothing flushing), one thread, each
+ * case timed by thread CPU time over N calls, the cases interleaved, best
+ * of R rounds. bench/RESULTS.md quotes it ("What a user's loop pays").
  *
  *   cc -std=c11 -O2 -Iinclude bench/userloop.c -o userloop -pthread \
  *      $(pkg-config --cflags --libs liburcu-memb)
@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define DEPTH 4
 #define ITEMS 8u
 
 static double thread_ns(void)
@@ -51,12 +50,17 @@ __attribute__((noinline)) static double time_group(struct tally_group *g, long n
 }
 #endif
 
-enum { C_DEFAULT, C_LARGEST, C_GROUP, NR_CASES };
+enum { C_DEFAULT, C_LARGEST, C_GROUP, NR_CASES = C_GROUP + 3 };
 static const char *const case_name[NR_CASES] = {
 	"tally_counter_add, default batch",
 	"tally_counter_add, largest batch (no fold)",
+	"tally_group_mod, depth 1",
 	"tally_group_mod, depth 4",
+	"tally_group_mod, depth 8",
 };
+#ifndef USERLOOP_COUNTER_ONLY
+static const int case_depth[NR_CASES] = {0, 0, 1, 4, 8};
+#endif
 
 int main(int argc, char **argv)
 {
@@ -74,10 +78,15 @@ int main(int argc, char **argv)
 	}
 #ifndef USERLOOP_COUNTER_ONLY
 	struct tally_tree *t = tally_tree_create(ITEMS);
-	struct tally_group *g = t ? tally_tree_root(t) : NULL;
-	for (int d = 0; d < DEPTH && g; d++)
-		g = tally_group_create(g);
-	if (!g)
+	struct tally_group *g[NR_CASES] = {0}, *x = t ? tally_tree_root(t) : NULL;
+	/* one chain from the root: the depth 1, 4 and 8 groups on it */
+	for (int d = 1; d <= 8 && x; d++) {
+		x = tally_group_create(x);
+		for (int k = C_GROUP; k < NR_CASES; k++)
+			if (case_depth[k] == d)
+				g[k] = x;
+	}
+	if (!x)
 		return 1;
 #else
 	ncases = C_GROUP;
@@ -89,7 +98,7 @@ int main(int argc, char **argv)
 			double ns = k == C_DEFAULT ? time_counter(&c[0], n) :
 				    k == C_LARGEST ? time_counter(&c[1], n) :
 #ifndef USERLOOP_COUNTER_ONLY
-						     time_group(g, n);
+						     time_group(g[k], n);
 #else
 						     0;
 #endif
@@ -105,15 +114,16 @@ int main(int argc, char **argv)
 		}
 	printf("%d-bit words, %d-bit pointers, %ld calls per round, best of %d (thread CPU time)\n",
 	       TALLY_WORD_BITS, (int)(8 * sizeof(void *)), n, rounds);
+	printf("  %-44s %6s %10s  %s\n", "", "ns", "Mops/s", "against the add: largest / default batch");
 	for (int k = 0; k < ncases; k++)
-		printf("  %-44s %6.2f ns  %7.1f Mops/s  %.2fx the largest-batch add\n", case_name[k],
-		       best[k], 1e3 / best[k], best[k] / best[C_LARGEST]);
+		printf("  %-44s %6.2f %10.1f  %.2fx / %.2fx\n", case_name[k], best[k], 1e3 / best[k],
+		       best[k] / best[C_LARGEST], best[k] / best[C_DEFAULT]);
 #ifndef USERLOOP_COUNTER_ONLY
 	tally_group_flush_force(tally_tree_root(t));
 	tally_sword sum = 0;
 	for (unsigned i = 0; i < ITEMS; i++)
 		sum += tally_group_read(tally_tree_root(t), i);
-	if ((tally_uword)sum != (tally_uword)n * (tally_uword)rounds) {
+	if ((tally_uword)sum != (tally_uword)n * (tally_uword)rounds * (tally_uword)(NR_CASES - C_GROUP)) {
 		fprintf(stderr, "userloop: the tree lost updates\n");
 		return 1;
 	}

@@ -3,10 +3,11 @@
  * are about, through the header's test hooks (TALLY__TEST_HOOK and
  * TALLY__RSTAT_RSEQ_HOOK, defined here before the include), instead of
  * waiting for a schedule to produce them:
- *   - an update that migrates between its word add and its dirty-bit
- *     section (x86_64 with rseq): a trap between the two sections whose
- *     handler moves the thread to another CPU; the update must then mark
- *     its group in the shared half, and a flush must reflect it;
+ *   - an update that migrates between its word add and its dirty bytes
+ *     (x86_64 with rseq): a trap between the add's section and the byte
+ *     stores whose handler moves the thread to another CPU; the update
+ *     must still mark its group in the record of the slot its add landed
+ *     on, and a flush must reflect it;
  *   - an update counted after a flush's first drain, on a CPU slot that
  *     drain had passed: only the flush's second drain and walk reflect it
  *     before the settle clears its count;
@@ -114,12 +115,12 @@ static void two_cpus(int *a, int *b)
 /* ---- an update that migrates between its word add and its marking ---------- */
 
 /*
- * The rseq update adds on CPU a's slot, traps, is moved to CPU b, and its
- * dirty-bit section finds itself off a: the owner's half of a's record
- * stays clear (the trap hit the window), and the update must mark g in
- * the shared half of a's record instead. A forced flush then reflects it,
- * in g and the root. Without that fallback marking the flush never visits
- * g on a's slot: it reads 0.
+ * The rseq update adds on CPU a's slot, traps, is moved to CPU b, and
+ * stores its dirty bytes from b: they must land in a's record (the add's
+ * slot), not b's, and nothing in b's record may claim the group (the
+ * trap hit the window). A forced flush then reflects the update, in g and
+ * the root. An update that marked the slot of the CPU it runs on after
+ * the add would mark b: the flush never visits g on a's slot and reads 0.
  */
 Test(rstat_hooks, update_migrated_between_add_and_marking_is_flushed)
 {
@@ -140,8 +141,16 @@ Test(rstat_hooks, update_migrated_between_add_and_marking_is_flushed)
 	cr_assert_not_null(g);
 	for (k = 1; k <= 3; k++) {
 		unsigned s = (unsigned)a;
-		uint64_t *own = &tally__rstat_dirty_at(g->tally__dirty.block, g->tally__dirty.stride, s)
-					 ->own_leaf[(g->tally__dirty.id >> 6) & 63u];
+		unsigned char *mark_a =
+			(unsigned char *)tally__rstat_dirty_at(g->tally__dirty.block,
+							       g->tally__dirty.stride, s)
+				->byte_leaf +
+			(g->tally__dirty.id & 4095u);
+		unsigned char *mark_b =
+			(unsigned char *)tally__rstat_dirty_at(g->tally__dirty.block,
+							       g->tally__dirty.stride, (unsigned)b)
+				->byte_leaf +
+			(g->tally__dirty.id & 4095u);
 		cr_assert_eq(harness_pin(a), 0);
 		trap_cpu = b;
 		trap_moved = 0;
@@ -150,8 +159,10 @@ Test(rstat_hooks, update_migrated_between_add_and_marking_is_flushed)
 		cr_assert(trap_moved, "round %d: the trap did not move the thread", k);
 		cr_assert_eq(sched_getcpu(), b);
 		cr_assert_lt(s, tally__pcpu_slots(&g->tally__pcpu) - 1u);
-		cr_assert_eq(__atomic_load_n(own, __ATOMIC_RELAXED) & g->tally__dirty.bit, 0,
-			     "round %d: the update marked the owner's half of its old CPU", k);
+		cr_assert_eq(__atomic_load_n(mark_a, __ATOMIC_RELAXED), 1,
+			     "round %d: the update did not mark the slot of its add", k);
+		cr_assert_eq(__atomic_load_n(mark_b, __ATOMIC_RELAXED), 0,
+			     "round %d: the update marked the slot it migrated to", k);
 		sum += k;
 		tally_group_flush_force(root);
 		cr_assert_eq(tally_group_read(g, 0), sum, "round %d: g reads %lld, updates %lld", k,

@@ -1,6 +1,6 @@
 /*
  * Unit tests for tally/rstat.h's owner path (x86_64 with rseq: an update
- * stores its dirty bits with plain stores in its CPU's own half of the
+ * stores its dirty bytes with plain stores in its CPU's own half of the
  * slot's record, in a restartable section after the word add; see Memory
  * ordering in rstat.h). Where the path is not compiled in or rseq is not
  * registered (valgrind, qemu-user, GLIBC_TUNABLES=glibc.pthread.rseq=0)
@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
+#include <tally/counter.h>
 #include <tally/rstat.h>
 
 static int owner_path(void)
@@ -25,9 +26,29 @@ static struct tally__rstat_dirty *rec(const struct tally_group *g, unsigned s)
 	return tally__rstat_dirty_at(g->tally__dirty.block, g->tally__dirty.stride, s);
 }
 
-static uint64_t *own_leaf(const struct tally_group *g, unsigned s)
+/* g's byte, and its summary byte, in the owner's half of slot s */
+static unsigned char *byte_leaf(const struct tally_group *g, unsigned s)
 {
-	return &rec(g, s)->own_leaf[(g->tally__dirty.id >> 6) & 63u];
+	return (unsigned char *)rec(g, s)->byte_leaf + (g->tally__dirty.id & 4095u);
+}
+
+static unsigned char *byte_summary(const struct tally_group *g, unsigned s)
+{
+	return (unsigned char *)rec(g, s)->byte_summary + ((g->tally__dirty.id >> 6) & 63u);
+}
+
+/* every word of the owner's half of slot s is 0 */
+static int own_clean(const struct tally_group *g, unsigned s)
+{
+	const struct tally__rstat_dirty *d = rec(g, s);
+	unsigned i;
+	for (i = 0; i < 8; i++)
+		if (__atomic_load_n(&d->byte_summary[i], __ATOMIC_RELAXED))
+			return 0;
+	for (i = 0; i < TALLY__RSTAT_BLOCK_IDS / 8; i++)
+		if (__atomic_load_n(&d->byte_leaf[i], __ATOMIC_RELAXED))
+			return 0;
+	return 1;
 }
 
 /* An update marks its group in the owner's half of a slot, and a flush
@@ -40,9 +61,9 @@ Test(rstat_owner, update_marks_the_owner_half_and_a_flush_clears_it)
 	cr_assert_not_null(g);
 	cr_assert_eq(tally_group_mod(g, 1, 7), 0);
 	for (s = 0; s < t->tally__ids.nr_slots; s++)
-		if (__atomic_load_n(own_leaf(g, s), __ATOMIC_RELAXED) & g->tally__dirty.bit) {
-			cr_assert(__atomic_load_n(&rec(g, s)->own_summary, __ATOMIC_RELAXED) &
-				  g->tally__dirty.sbit);
+		if (__atomic_load_n(byte_leaf(g, s), __ATOMIC_RELAXED)) {
+			cr_assert_eq(__atomic_load_n(byte_leaf(g, s), __ATOMIC_RELAXED), 1);
+			cr_assert_eq(__atomic_load_n(byte_summary(g, s), __ATOMIC_RELAXED), 1);
 			marked++;
 		}
 	if (owner_path())
@@ -52,8 +73,7 @@ Test(rstat_owner, update_marks_the_owner_half_and_a_flush_clears_it)
 	tally_group_flush_force(root);
 	cr_assert_eq(tally_group_read(root, 1), 7);
 	for (s = 0; s < t->tally__ids.nr_slots; s++) {
-		cr_assert_eq(__atomic_load_n(&rec(g, s)->own_summary, __ATOMIC_RELAXED), 0);
-		cr_assert_eq(__atomic_load_n(own_leaf(g, s), __ATOMIC_RELAXED), 0);
+		cr_assert(own_clean(g, s), "slot %u: the owner's half is not clean", s);
 		cr_assert_eq(__atomic_load_n(&rec(g, s)->summary, __ATOMIC_RELAXED), 0);
 	}
 	tally_tree_destroy(t);
@@ -61,12 +81,12 @@ Test(rstat_owner, update_marks_the_owner_half_and_a_flush_clears_it)
 
 /*
  * Updater B of the same CPU was interrupted in its section after storing
- * its leaf bit and before its summary store (it restarts later), and a
- * drain has cleared the summary since: the leaf bit is set under a clear
+ * its leaf byte and before its summary store (it restarts later), and a
+ * drain has cleared the summary since: the leaf byte is set under a clear
  * summary. Updater A then updates the same group on that CPU and returns;
  * a flush after that must show A's delta. It does because A stores both
  * bits every time: an update that skipped its stores when it found its
- * leaf bit already set would leave the summary clear and the flush would
+ * leaf byte already set would leave the summary clear and the flush would
  * miss A. Made by hand in every slot, three rounds.
  */
 Test(rstat_owner, update_beside_an_interrupted_owner_of_the_same_slot)
@@ -76,8 +96,8 @@ Test(rstat_owner, update_beside_an_interrupted_owner_of_the_same_slot)
 	unsigned s, round;
 	for (round = 1; round <= 3; round++) {
 		for (s = 0; s < t->tally__ids.nr_slots; s++) {
-			__atomic_fetch_or(own_leaf(g, s), g->tally__dirty.bit, __ATOMIC_SEQ_CST);
-			__atomic_store_n(&rec(g, s)->own_summary, 0, __ATOMIC_SEQ_CST);
+			__atomic_store_n(byte_leaf(g, s), (unsigned char)1, __ATOMIC_SEQ_CST);
+			__atomic_store_n(byte_summary(g, s), (unsigned char)0, __ATOMIC_SEQ_CST);
 		}
 		cr_assert_eq(tally_group_mod(g, 0, 5), 0); /* A */
 		tally_group_flush_force(root);
@@ -112,8 +132,57 @@ Test(rstat_owner, many_groups_exact)
 		     want);
 	for (i = 0; i < N; i++)
 		for (s = 0; s < t->tally__ids.nr_slots; s++)
-			cr_assert_eq(__atomic_load_n(own_leaf(g[i], s), __ATOMIC_RELAXED) &
-					     g[i]->tally__dirty.bit,
-				     0);
+			cr_assert_eq(__atomic_load_n(byte_leaf(g[i], s), __ATOMIC_RELAXED), 0);
 	tally_tree_destroy(t);
+}
+
+/*
+ * The update's section compares rseq_cs with its descriptor and stores it
+ * only when it differs (TALLY_RSEQ_CLEAR_CS 0): after another site's
+ * section (a counter add) or a clear (what the kernel does at a
+ * preemption outside a section), the next update must arm its own
+ * descriptor again, and every update must count once.
+ */
+/* one call site: one descriptor */
+__attribute__((noinline)) static int mod_one(struct tally_group *g)
+{
+	return tally_group_mod(g, 0, 1);
+}
+
+Test(rstat_owner, update_arms_its_section_after_another_site_or_a_clear)
+{
+#if TALLY__HAVE_RSEQ && !TALLY_RSEQ_CLEAR_CS
+	struct tally_tree *t;
+	struct tally_group *g;
+	struct tally_counter c;
+	uint64_t *cs, mine;
+	unsigned i;
+	if (!owner_path())
+		cr_skip_test("rseq is not registered");
+	cs = (uint64_t *)(void *)&tally__rseq_area()->rseq_cs;
+	t = tally_tree_create(1);
+	g = tally_group_create(tally_tree_root(t));
+	cr_assert_eq(tally_counter_init(&c, 0, 0), 0);
+	cr_assert_eq(mod_one(g), 0);
+	mine = __atomic_load_n(cs, __ATOMIC_RELAXED);
+	cr_assert_neq(mine, 0);
+	for (i = 0; i < 1000; i++) {
+		if (i % 2) {
+			tally_counter_add(&c, 1);
+			cr_assert_neq(__atomic_load_n(cs, __ATOMIC_RELAXED), mine);
+		} else {
+			__atomic_store_n(cs, (uint64_t)0, __ATOMIC_RELAXED);
+		}
+		cr_assert_eq(mod_one(g), 0);
+		cr_assert_eq(__atomic_load_n(cs, __ATOMIC_RELAXED), mine,
+			     "update %u did not arm its own section", i);
+	}
+	tally_group_flush_force(tally_tree_root(t));
+	cr_assert_eq(tally_group_read(g, 0), 1001);
+	cr_assert_eq(tally_counter_sum(&c), 500);
+	tally_counter_destroy(&c);
+	tally_tree_destroy(t);
+#else
+	cr_skip_test("the update's section is armed by a store every time here");
+#endif
 }

@@ -60,12 +60,12 @@
  * group.
  *
  * Update (tally_group_mod): add to this CPU slot's word; then, ordered
- * after the add (see Memory ordering), set the group's bit in the slot's
- * dirty bitmap (on x86_64 with rseq: plain stores in the owner's half of
- * the slot's record, in a restartable section on that CPU; elsewhere, or
- * when the thread migrated after its add: in the shared half, a load and
- * an atomic OR only if the bit is clear); then count |delta| toward the
- * flush thresholds of the group and its ancestors (memcg_rstat_updated()).
+ * after the add (see Memory ordering), mark the group dirty in the slot's
+ * dirty record (on x86_64 with rseq: two plain byte stores in the byte
+ * half of the slot's record, right after the add's restartable section;
+ * elsewhere: in the shared half, a load and an atomic OR only if the bit
+ * is clear); then count |delta| toward the flush thresholds of the group
+ * and its ancestors (memcg_rstat_updated()).
  *
  * Flush of the subtree at g, under the tree's flush lock: drain every
  * slot's dirty bitmap into the slot's updated tree (link each dirty group
@@ -208,7 +208,7 @@
  * other flushes on the same tree.
  *
  * Why this holds, for the shared half of the dirty bitmaps (its barrier
- * pair) and for the owner's half (x86_64 with rseq, no barrier): the
+ * pair) and for the byte half (x86_64 with rseq, no barrier): the
  * argument at the top of tally/rstat/updated.h, checked by the SPIN
  * models in tests/formal/bitmap.pml.
  *
@@ -282,9 +282,9 @@ extern "C" {
  * never flush). Windows: rstat_flush_drained (a flush's first drain is
  * done, no count but g's taken yet), rstat_flush_walked (its second walk
  * is done, the counts not yet settled). TALLY__RSTAT_RSEQ_HOOK is an
- * assembler string placed between the word add and the dirty-bit section
- * of the x86_64 rseq update (a test puts a trap there and migrates the
- * thread in its handler). Both expand to nothing by default.
+ * assembler string placed between the word add's section and the dirty
+ * byte stores of the x86_64 rseq update (a test puts a trap there and
+ * migrates the thread in its handler). Both expand to nothing by default.
  */
 #ifndef TALLY__TEST_HOOK
 #  define TALLY__TEST_HOOK(name, group) ((void)0)
@@ -326,6 +326,11 @@ struct tally_group {
 	/* private: use the tally_group_* calls */
 	struct tally_tree *tally__tree;
 	unsigned tally__nr_items;
+	/* The items tally_group_mod()'s fast path serves: nr_items while g
+	 * is alive, 0 from its destroy on (stored with dead), and 0 where the
+	 * byte path cannot reach g's chunk (x86_64 with rseq, regions not
+	 * 2^TALLY_PCPU_REGION_SHIFT apart: a chunk past 64 KiB); atomic */
+	unsigned tally__fast_items;
 	int tally__dead; /* set by destroy under the flush lock; atomic */
 	union { char *p; uint64_t size; } tally__name; /* set once: rstat/names.h */
 	/** The reset baselines: NULL until the first reset of g (rstat/reset.h),
@@ -794,6 +799,64 @@ static inline int tally_group_for_each_child(struct tally_group *g,
 	return r;
 }
 
+/*
+ * The update's threshold count (tally/rstat/threshold.h), once the slot-s
+ * add and its dirty marking are done and tally__rstat_count_settled()
+ * said no at generation gen.
+ */
+static inline void tally__rstat_mod_count(struct tally_group *g, unsigned s, tally_sword delta,
+					  unsigned long gen)
+{
+	const struct tally_tree *t = g->tally__tree;
+	/* |delta| without overflow; capped at threshold + 1, which already
+	 * makes any group flushable (and at 2^38, so a slot's count, below
+	 * batch + cap, fits its 40 bits). */
+	uint64_t mag = delta < 0 ? (uint64_t)0 - (uint64_t)(int64_t)delta : (uint64_t)delta;
+	if (mag > t->tally__thr.threshold + 1)
+		mag = t->tally__thr.threshold + 1;
+	if (mag > (1ull << 38))
+		mag = 1ull << 38;
+	tally__rstat_count(t, g, s, mag, gen);
+}
+
+/*
+ * tally_group_mod() without the byte half: the add (rseq or atomic, on
+ * any chunk), BARRIER_U, the shared half's marking, the threshold count.
+ * g alive, item in range, delta != 0.
+ */
+static inline void tally__rstat_mod_fenced(struct tally_group *g, unsigned item, tally_sword delta)
+{
+	struct tally_tree *t = g->tally__tree;
+	unsigned long gen;
+	unsigned s;
+	tally__pcpu_add(&g->tally__pcpu, TALLY__RSTAT_WORD_OFF + (size_t)item * sizeof(tally_uword),
+			(tally_uword)delta, &s);
+	/* BARRIER_U: the word add before the dirty-bit loads. */
+	tally__rstat_barrier_update(t);
+	tally__rstat_mark_dirty(g, s);
+	gen = tally__rstat_gen(t);
+	if (tally__likely(tally__rstat_count_settled(g, s, gen)))
+		return;
+	tally__rstat_mod_count(g, s, delta, gen);
+}
+
+/*
+ * tally_group_mod() for what its first check turns away: NULL g or a bad
+ * item (-EINVAL, an assertion in TALLY_DEBUG builds), g destroyed, or a
+ * live g whose chunk the byte path cannot reach (fast_items 0: the fenced
+ * update).
+ */
+static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, tally_sword delta)
+{
+	if (tally__bad(!g || item >= g->tally__nr_items))
+		return -EINVAL;
+	if (tally__unlikely(tally__load(&g->tally__dead)))
+		return tally__rcu_dead("tally_group_mod");
+	if (delta)
+		tally__rstat_mod_fenced(g, item, delta);
+	return 0;
+}
+
 /**
  * tally_group_mod - add delta to item of g on this CPU.
  * Returns 0, or -EINVAL (NULL g, item out of range, g destroyed; nothing
@@ -806,51 +869,32 @@ static inline int tally_group_for_each_child(struct tally_group *g,
 #if TALLY__API_BODY
 TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
 {
-	struct tally_tree *t;
-	uint64_t mag;
-	unsigned long gen;
-	unsigned s;
-#if TALLY__HAVE_RSEQ
-	int r;
-#endif
-	if (tally__bad(!g || item >= g->tally__nr_items))
-		return -EINVAL;
-	if (tally__unlikely(tally__load(&g->tally__dead)))
-		return tally__rcu_dead("tally_group_mod");
+	/* One compare turns away a bad item, a destroyed g and a g the byte
+	 * path cannot reach (fast_items 0 for both). */
+	if (tally__unlikely(!g || item >= tally__load(&g->tally__fast_items)))
+		return tally__rstat_mod_slow(g, item, delta);
 	if (!delta)
 		return 0;
-	t = g->tally__tree;
 #if TALLY__HAVE_RSEQ
-	/* The add and the owner's dirty bits, no barrier (updated.h). */
-	r = tally__rstat_rseq_mod(g, t->tally__word_off + item * sizeof(tally_uword),
-				  (tally_uword)delta, &s);
-	if (tally__unlikely(r != 2)) {
-		if (!r)
-			tally__pcpu_add(&g->tally__pcpu,
-					t->tally__word_off + item * sizeof(tally_uword),
-					(tally_uword)delta, &s);
-		tally__rstat_barrier_update(t);
-		tally__rstat_mark_dirty(g, s);
+	{
+		/* The add and the dirty bytes, no barrier (updated.h). */
+		unsigned char *base = g->tally__pcpu.base;
+		size_t soff;
+		unsigned long gen;
+		if (tally__likely(tally__rstat_rseq_mod(g, base + (size_t)item * sizeof(tally_uword),
+							 (tally_uword)delta, &soff))) {
+			/* tally__rstat_count_settled(), at the slot's chunk
+			 * (base + soff: its regions are one region apart) */
+			gen = tally__rstat_gen(g->tally__tree);
+			if (tally__unlikely(tally__load(&((struct tally__rstat_cpu *)(void *)(base + soff))
+								 ->anc_gen) != gen))
+				tally__rstat_mod_count(g, (unsigned)(soff >> TALLY_PCPU_REGION_SHIFT),
+						       delta, gen);
+			return 0;
+		}
 	}
-#else
-	tally__pcpu_add(&g->tally__pcpu, t->tally__word_off + item * sizeof(tally_uword),
-			(tally_uword)delta, &s);
-	/* BARRIER_U: the word add before the dirty-bit loads. */
-	tally__rstat_barrier_update(t);
-	tally__rstat_mark_dirty(g, s);
 #endif
-	gen = tally__rstat_gen(t);
-	if (tally__likely(tally__rstat_count_settled(g, s, gen)))
-		return 0;
-	/* |delta| without overflow; capped at threshold + 1, which already
-	 * makes any group flushable (and at 2^38, so a slot's count, below
-	 * batch + cap, fits its 40 bits). */
-	mag = delta < 0 ? (uint64_t)0 - (uint64_t)(int64_t)delta : (uint64_t)delta;
-	if (mag > t->tally__thr.threshold + 1)
-		mag = t->tally__thr.threshold + 1;
-	if (mag > (1ull << 38))
-		mag = 1ull << 38;
-	tally__rstat_count(t, g, s, mag, gen);
+	tally__rstat_mod_fenced(g, item, delta);
 	return 0;
 }
 #else

@@ -64,29 +64,25 @@
  *                    drain's leaf clear then waits behind its summary
  *                    clear: no evidence for relaxed bit RMWs on CPUs that
  *                    reorder stores (not modelled).
- *   -DOWNER          the rseq path of x86_64 (tally__rstat_rseq_mod()): each
- *                    slot's record has a second half (own leaf word, own
- *                    summary) that only threads running on the slot's CPU
- *                    write, with plain loads and stores in restartable
- *                    sections, every time (no "already set: skip"), and
- *                    no barrier. A and C run on the slot's CPU: section 1
- *                    adds the word, section 2 stores own leaf |= bit, then
- *                    own summary |= 1 (it may abort after the leaf store and
- *                    restart). B adds on the CPU too, then either does the
- *                    same or (migrated between the sections) marks the
- *                    shared half the fenced way. One thread at a time runs
- *                    a section on the CPU, and a thread takes the CPU only
- *                    once the previous one's stores are visible (a context
- *                    switch is a full barrier). The drain exchanges both
- *                    halves; its exchanges of the owner's half do not wait
- *                    for a buffered owner store (a plain store can land
- *                    after the exchange and set bits again). Uses the
- *                    LEAF_WORD layout. Alone (PASS), with -DMEMBARRIER
- *                    (BARRIER_F a membarrier() only when the drain cleared
- *                    a bit of the shared half, as the code does: PASS),
- *                    and with -DOWNER_SKIP, where section 2 skips its
- *                    stores when both bits are already set: the
- *                    store-buffering pair again (FAIL).
+ *   -DBYTES          the rseq path of x86_64 (tally__rstat_rseq_mod()):
+ *                    each slot's record has a byte half (a byte per group,
+ *                    a summary byte) that an update whose rseq add landed
+ *                    on the slot sets with two plain byte stores of 1,
+ *                    leaf then summary, right after the add's section,
+ *                    outside any section (on another CPU if it migrated:
+ *                    no exclusion, nothing read), every time, no barrier.
+ *                    A and C do that; B does it or (a group whose chunk
+ *                    is too big for it) the fenced protocol on the shared
+ *                    half after its section's add. The drain
+ *                    exchanges the summary byte, then both groups' bytes
+ *                    in one step (one 64-bit exchange around them); its
+ *                    exchanges do not wait for a buffered byte store.
+ *                    Alone (PASS), with -DMEMBARRIER (PASS), with
+ *                    -DBYTES_SKIP, where the update skips its stores when
+ *                    both bytes are already set: the store-buffering pair
+ *                    again (FAIL), and with -DBYTES_FIRST, where the bytes
+ *                    are stored before the add (the drain takes them and
+ *                    reads the word before the add lands: FAIL).
  *   -DSC             sequentially consistent: every store visible at once.
  *                                                          expected: PASS
  *   -DSC -DNOBARRIER passes too: the barriers matter only because stores
@@ -119,11 +115,11 @@
 #define LEAFW 2  /* with -DLEAF_WORD: one leaf word, bit 1 << g for group g */
 #define SUMM 4
 #define ADONE 5  /* A's mod returned */
-#ifdef OWNER
+#if defined(BYTES)
 #define LEAF_WORD 1
-#define OLEAFW 6 /* the owner's half: leaf word and summary */
-#define OSUMM 7
-#define NV 8
+#define OLEAF0 6 /* the byte half: OLEAF0 + g, group g's byte; the summary */
+#define OSUMM 8
+#define NV 9
 #else
 #define NV 6
 #endif
@@ -147,7 +143,7 @@ byte seen0;      /* group 0's word as last read by a flush */
 #if defined(NOBARRIER)
 #define BARRIER_U(me) skip
 #define BARRIER_F(me) skip
-#elif defined(MEMBARRIER) && defined(OWNER)
+#elif defined(MEMBARRIER) && defined(BYTES)
 /* membarrier() only when the drain cleared a bit of the shared half */
 #define BARRIER_U(me) skip
 #define BARRIER_F(me) \
@@ -218,7 +214,7 @@ proctype updater(byte me; byte g; byte d)
 	fi
 }
 
-#ifdef OWNER
+#ifdef BYTES
 byte cpu = 255;  /* the process in a section on the slot's CPU; 255: none */
 byte last = 255; /* the last one that ran there */
 bit sh;          /* the flusher's last drain cleared a shared-half bit */
@@ -239,66 +235,79 @@ inline cpu_give(me)
 	cpu = 255
 }
 
-/* Section 2: own leaf |= bit; own summary |= 1: plain loads and stores. */
-inline own_store(me, g)
+/* The dirty bytes: plain stores of 1, no load, no section. */
+inline byte_store(me, g)
 {
-	load(me, OLEAFW, r);
-	bstore(me, OLEAFW, r | (1 << g));
-	load(me, OSUMM, r);
-	bstore(me, OSUMM, r | 1)
+	bstore(me, OLEAF0 + g, 1);
+	bstore(me, OSUMM, 1)
 }
 
-#ifdef OWNER_SKIP
-inline own_bits(me, g)
+#ifdef BYTES_SKIP
+inline byte_marks(me, g)
 {
-	load(me, OLEAFW, r);
+	load(me, OLEAF0 + g, r);
 	load(me, OSUMM, r2);
 	if
-	:: (r & (1 << g)) && r2 -> skip
-	:: else -> own_store(me, g)
+	:: r && r2 -> skip
+	:: else -> byte_store(me, g)
 	fi
 }
 #else
-#define own_bits(me, g) own_store(me, g)
+#define byte_marks(me, g) byte_store(me, g)
 #endif
+
+/* the fenced protocol on the shared half (tally__rstat_mark_dirty()) */
+inline shared_marks(me, g)
+{
+	BARRIER_U(me);
+	load(me, LEAFW, r);
+	if
+	:: (r & (1 << g)) == 0 -> rmw_or_mem(me, LEAFW, 1 << g, r)
+	:: else -> skip
+	fi;
+	load(me, SUMM, r);
+	if
+	:: r == 0 -> rmw_xchg_mem(me, SUMM, 1, r)
+	:: else -> skip
+	fi
+}
 
 proctype owner(byte me; byte g; byte d)
 {
 	byte r, r2;
-	/* section 1: the word add, committed by a plain store */
-	cpu_take(me);
-	load(me, WORD0 + g, r);
-	bstore(me, WORD0 + g, r + d);
-	cpu_give(me);
 	if
 	:: me == PB ->
-		/* migrated between the sections: the fenced protocol on the
-		 * shared half (tally__rstat_mark_dirty()) */
-		BARRIER_U(me);
-		load(me, LEAFW, r);
-		if
-		:: (r & (1 << g)) == 0 -> rmw_or_mem(me, LEAFW, 1 << g, r)
-		:: else -> skip
-		fi;
-		load(me, SUMM, r);
-		if
-		:: r == 0 -> rmw_xchg_mem(me, SUMM, 1, r)
-		:: else -> skip
-		fi
-	:: true ->
-		/* section 2, on the same CPU (others may have run between) */
+		/* the group's chunk is too big for the byte path: the add in
+		 * tally__rseq_add()'s section (a plain store), then the fenced
+		 * marking. (Without rseq the atomic add goes to the shared
+		 * slot, a word and record of its own: the default models.) */
 		cpu_take(me);
+		load(me, WORD0 + g, r);
+		bstore(me, WORD0 + g, r + d);
+		cpu_give(me);
+		shared_marks(me, g)
+	:: true ->
+#ifdef BYTES_FIRST
+		byte_marks(me, g);
+#endif
+		/* the section: the word add, committed by a plain store */
+		cpu_take(me);
+		load(me, WORD0 + g, r);
+		bstore(me, WORD0 + g, r + d);
+#ifndef BYTES_FIRST
+		/* then the bytes: still on this CPU (the next thread to run
+		 * here finds them visible: a context switch), or preempted
+		 * right after the section (the switch makes the add visible)
+		 * and migrated: the bytes are stored from another CPU, and
+		 * other threads run sections here meanwhile */
 		if
-		:: true -> own_bits(me, g)
-		:: true ->
-			/* aborted after its leaf store; restarted */
-			load(me, OLEAFW, r);
-			bstore(me, OLEAFW, r | (1 << g));
-			cpu_give(me);
-			cpu_take(me);
-			own_bits(me, g)
-		fi;
+		:: byte_marks(me, g); cpu_give(me)
+		:: atomic { buf[me].n == 0 -> cpu = 255; last = 255 };
+		   byte_marks(me, g)
+		fi
+#else
 		cpu_give(me)
+#endif
 	fi;
 	if
 	:: me == PA -> bstore(me, ADONE, 1) /* returned; lands after its stores */
@@ -306,8 +315,8 @@ proctype owner(byte me; byte g; byte d)
 	fi
 }
 
-/* the drain's exchange of an owner-half word: a full barrier for the
- * flusher, but a plain owner store buffered elsewhere may land after it */
+/* the drain's exchange of the summary byte's word: a full barrier for the
+ * flusher, but a plain byte store buffered elsewhere may land after it */
 inline xchg_own(v, r)
 {
 	atomic {
@@ -329,7 +338,18 @@ inline link_bits(r)
 	fi
 }
 
-/* tally__rstat_drain(): the shared half, then the owner's half */
+/* the drain's 64-bit exchange around both groups' bytes, in one step */
+inline xchg_bytes(r)
+{
+	atomic {
+		buf[PF].n == 0 ->
+		r = (mem[OLEAF0] != 0) | ((mem[OLEAF0 + 1] != 0) << 1);
+		mem[OLEAF0] = 0;
+		mem[OLEAF0 + 1] = 0
+	}
+}
+
+/* tally__rstat_drain(): the shared half, then the byte half */
 inline drain()
 {
 	sh = 0;
@@ -352,7 +372,7 @@ inline drain()
 		xchg_own(OSUMM, r);
 		if
 		:: r ->
-			xchg_own(OLEAFW, r);
+			xchg_bytes(r);
 			link_bits(r)
 		:: else -> skip
 		fi
@@ -448,7 +468,7 @@ proctype flusher()
 
 init
 {
-#ifdef OWNER
+#ifdef BYTES
 	atomic {
 		run drainer(PA);
 		run drainer(PB);

@@ -59,6 +59,12 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	g->tally__links.refs = 1;
 	g->tally__links.depth = parent ? parent->tally__links.depth + 1u : 0u;
 	g->tally__nr_items = (unsigned)n;
+#if TALLY__HAVE_RSEQ
+	/* the byte path reaches the chunk with a constant shift */
+	g->tally__fast_items = g->tally__pcpu.shift == TALLY_PCPU_REGION_SHIFT ? (unsigned)n : 0u;
+#else
+	g->tally__fast_items = (unsigned)n;
+#endif
 	g->tally__state = (tally_uword *)(g + 1);
 	g->tally__local = g->tally__state + n;
 	g->tally__pending = g->tally__local + n;
@@ -132,8 +138,7 @@ static inline struct tally_tree *tally__rstat_tree_create(const struct tally_tre
 #if TALLY__RSTAT_MEMB && TALLY_RSTAT_MEMBARRIER
 	t->tally__flush.memb = tally__rstat_memb_setup();
 #endif
-	hdr = (sizeof(struct tally__rstat_cpu) + sizeof(tally_uword) - 1) / sizeof(tally_uword) *
-	      sizeof(tally_uword);
+	hdr = TALLY__RSTAT_WORD_OFF;
 	t->tally__word_off = hdr;
 	t->tally__prev_off = hdr + o->nr_items * sizeof(tally_uword);
 	t->tally__rcu.flavor = o->flavor ? o->flavor : &TALLY_URCU_DEFAULT_FLAVOR;
@@ -251,6 +256,7 @@ static inline void tally__rstat_destroy_locked(struct tally_tree *t, struct tall
 	tally__rstat_hand_over(t, g, p);
 	/* From here on drains hand g's later deltas to its nearest live
 	 * ancestor (tally__rstat_drain_all_settled()). */
+	tally__store(&g->tally__fast_items, 0u);
 	tally__store(&g->tally__dead, 1);
 	/* RCU unlink, O(1): walkers already at g go on from its next. */
 	prev = g->tally__links.prev_sibling;

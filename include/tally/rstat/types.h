@@ -20,24 +20,32 @@ struct tally_group;
 
 /*
  * The dirty record of one block of 4096 group ids on one CPU slot, in two
- * halves with the same layout: a leaf bit per group (id & 63 of
- * leaf[(id >> 6) & 63]) and a summary bit per leaf word ((id >> 6) & 63).
- *   summary, leaf          the shared half: set by any thread with
- *                          sequentially consistent loads and ORs after a
- *                          barrier (the fenced protocol)
- *   own_summary, own_leaf  the owner's half (x86_64 with rseq): set only
- *                          by a thread running on this slot's CPU, with
- *                          plain stores in a restartable section, after
- *                          its word add (tally__rstat_rseq_mod())
- * Drains exchange both halves to 0. See the argument at the top of rstat/updated.h.
+ * halves:
+ *   summary, leaf          the shared half: a leaf bit per group (id & 63
+ *                          of leaf[(id >> 6) & 63]) and a summary bit per
+ *                          leaf word ((id >> 6) & 63); set by any thread
+ *                          with sequentially consistent loads and ORs after
+ *                          a barrier (the fenced protocol)
+ *   byte_summary,          the byte half (x86_64 with rseq): a byte per
+ *   byte_leaf              group (byte id & 4095 of byte_leaf) and a
+ *                          summary byte per 64 of them (byte (id >> 6) &
+ *                          63 of byte_summary), set to 1 with plain byte
+ *                          stores by an update whose rseq add landed on
+ *                          this slot, after that add (tally__rstat_rseq_mod()):
+ *                          no mask to load, no read-modify-write, no
+ *                          exclusion
+ * Drains exchange both halves to 0, 64 bits at a time (a byte store and a
+ * locked exchange of the word around it are ordered on x86: the byte is
+ * in what the exchange read, or set after it). See the argument at the
+ * top of rstat/updated.h.
  * A block's records are one object of the cold per-CPU arena (slot s's in
  * CPU s's region: no two slots share a line). Private.
  */
 struct tally__rstat_dirty {
+	uint64_t byte_summary[8]; /* one line: a drain checks it at once */
 	uint64_t summary;
-	uint64_t own_summary; /* on the same line: a drain checks both at once */
 	uint64_t leaf[64];
-	uint64_t own_leaf[64];
+	uint64_t byte_leaf[TALLY__RSTAT_BLOCK_IDS / 8];
 };
 
 /*
@@ -66,6 +74,11 @@ struct tally__rstat_cpu {
 	 * (tally/rstat/threshold.h). Relaxed loads and stores. */
 	unsigned long anc_gen;
 };
+
+/* Where a slot chunk's words start (word[0]): right after its header. */
+#define TALLY__RSTAT_WORD_OFF                                                                  \
+	((sizeof(struct tally__rstat_cpu) + sizeof(tally_uword) - 1) / sizeof(tally_uword) *        \
+	 sizeof(tally_uword))
 
 /* ---- struct tally_tree: one sub-struct per concern (all private) -------- */
 
@@ -146,8 +159,10 @@ struct tally__rstat_gdirty {
 	unsigned char *block; /* the block's record for slot 0 */
 	size_t stride;        /* bytes from one slot's record to the next */
 	size_t leaf_off;      /* bytes from a record to the group's leaf word */
-	size_t own_leaf_off;  /* ... and to its leaf word in the owner's half */
 	uint64_t bit, sbit;   /* the group's leaf bit and its summary bit */
+	/* Slot 0's bytes of the byte half that the rseq update sets: the
+	 * group's in byte_leaf, and its leaf word's in byte_summary. */
+	unsigned char *byte_leaf, *byte_summary;
 	unsigned id;
 };
 

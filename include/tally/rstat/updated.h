@@ -8,12 +8,12 @@
  *   group ids        dense, allocated and released under the flush lock,
  *                    4096 to a block; a growable id -> group table used
  *                    only by flushes
- *   dirty bitmaps    per block and CPU slot, two halves of a summary word
- *                    and 64 leaf words (struct tally__rstat_dirty): set by
- *                    updates (the shared half: tally__rstat_mark_dirty();
- *                    the owner's half, x86_64 with rseq:
- *                    tally__rstat_rseq_mod()), cleared by drains
- *                    (tally__rstat_drain())
+ *   dirty bitmaps    per block and CPU slot, two halves (struct
+ *                    tally__rstat_dirty): a summary word and 64 leaf words
+ *                    (the shared half: tally__rstat_mark_dirty()), and
+ *                    the same as bytes (the byte half, x86_64 with rseq:
+ *                    tally__rstat_rseq_mod()); set by updates, cleared by
+ *                    drains (tally__rstat_drain())
  *   updated trees    per slot, under the flush lock: the dirty groups and
  *                    their ancestors, each under its parent, doubly linked
  *                    (tally__rstat_link(), _unlink(), _detach())
@@ -55,19 +55,23 @@
  * half (the urcu-memb scheme); a tree picks one at creation and keeps it
  * (tally/rstat/updated.h).
  *
- * The owner's half (x86_64 with rseq, tally__rstat_rseq_mod()): no
- * barrier in the update. Each slot's record has a second summary and leaf
- * words that only a thread running on the slot's CPU writes, inside a
- * restartable section, so two such writers never interleave; a drain's
- * exchange between a writer's load and store only gets bits set again
- * (spurious, harmless). The update stores the bits every time, after its
- * word add, and x86 keeps a thread's stores in order: a drain exchange
- * (a full barrier) that reads the bit reads the add after it; one that
- * comes before the bit's store leaves the bit set for the next drain.
- * That is message passing, not store buffering: the update never acts on
- * a load that may pass its own add (skipping the stores when both bits
- * are already set would: tests/formal/bitmap.pml -DOWNER_SKIP fails,
- * -DOWNER passes).
+ * The byte half (x86_64 with rseq, tally__rstat_rseq_mod()): no barrier
+ * in the update, and no section for the marking. Each slot's record has a
+ * second summary and leaf, a byte per group and per leaf word, which an
+ * update whose rseq add landed on the slot sets to 1 with two plain byte
+ * stores, leaf then summary, right after the add (on the CPU of the add,
+ * or on another one if the thread migrated in between). A store of a
+ * constant to a byte reads nothing, so writers need no exclusion: none
+ * undoes another's, and a drain's exchange of the 64-bit word around a
+ * byte either reads it or leaves it set for the next drain. The update
+ * stores the bytes every time, after its word add, and x86 keeps a
+ * thread's stores in order (a context switch between them is a full
+ * barrier): a drain exchange (a full barrier) that reads the byte reads
+ * the add after it. That is message passing, not store buffering: the
+ * update never acts on a load that may pass its own add (skipping the
+ * stores when both bytes are already set would: tests/formal/bitmap.pml
+ * -DBYTES -DBYTES_SKIP fails, as does storing them before the add,
+ * -DBYTES -DBYTES_FIRST; -DBYTES passes).
  *
  * ---- Why tally_group_flush(g) reflects an update that took g past its
  * ---- threshold
@@ -248,8 +252,12 @@ static inline int tally__rstat_id_alloc(struct tally_tree *t, struct tally_group
 	g->tally__dirty.stride = ids->stride;
 	g->tally__dirty.leaf_off = offsetof(struct tally__rstat_dirty, leaf) +
 				   ((id >> 6) & 63u) * sizeof(uint64_t);
-	g->tally__dirty.own_leaf_off = offsetof(struct tally__rstat_dirty, own_leaf) +
-				       ((id >> 6) & 63u) * sizeof(uint64_t);
+	g->tally__dirty.byte_leaf = g->tally__dirty.block +
+				   offsetof(struct tally__rstat_dirty, byte_leaf) +
+				   (id & (TALLY__RSTAT_BLOCK_IDS - 1u));
+	g->tally__dirty.byte_summary = g->tally__dirty.block +
+				      offsetof(struct tally__rstat_dirty, byte_summary) +
+				      ((id >> 6) & 63u);
 	g->tally__dirty.bit = 1ull << (id & 63u);
 	g->tally__dirty.sbit = 1ull << ((id >> 6) & 63u);
 	return 0;
@@ -355,7 +363,7 @@ TALLY__INLINE void tally__rstat_barrier_update(const struct tally_tree *t)
  * a thread of the process), a pass that cleared a bit of a shared half
  * leaves one owed (flush lock), paid before the next word load
  * (tally__rstat_barrier_flush()). A pass that cleared nothing there pairs
- * with no fenced update (the owner's halves need none); a barrier owed by an
+ * with no fenced update (the byte halves need none); a barrier owed by an
  * earlier flush is still owed (the flush lock orders them), so every word
  * load comes after a barrier that follows every clear made before it.
  */
@@ -410,125 +418,137 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
 
 #if TALLY__HAVE_RSEQ
 /* The operand modifier for a word-sized register (32- or 64-bit words). */
+/*
+ * Arming the section of tally__rstat_rseq_mod(). Where rseq_cs is left
+ * set after a section (TALLY_RSEQ_CLEAR_CS 0), it still points at this
+ * site's descriptor when the same site runs again, unless the kernel
+ * cleared it (a preemption or a signal outside a section) or another
+ * section ran since: the section's first instruction compares it (a load,
+ * not a store) and stores the descriptor only when it differs, out of
+ * line, then compares again. The compare is inside the section (start_ip
+ * at 1): a thread interrupted after finding its descriptor there is
+ * aborted (the kernel sees the descriptor and an IP in its range), and
+ * one interrupted on the way to storing it is outside any range, so
+ * nothing there can depend on the descriptor; the cpu_id load comes only
+ * after a compare that found it set. With TALLY_RSEQ_CLEAR_CS 1 the
+ * pointer is 0 after every section: the plain store.
+ */
+#  if TALLY_RSEQ_CLEAR_CS
+#    define TALLY__RSTAT_ARM                                                                   \
+	"0:\n\t"                                                                               \
+	"leaq 3b(%%rip), %q[tmp]\n\t"                                                          \
+	"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
+	"1:\n\t"
+#    define TALLY__RSTAT_ARM_OUT ""
+#  else
+#    define TALLY__RSTAT_ARM                                                                   \
+	"0:\n\t"                                                                               \
+	"leaq 3b(%%rip), %q[tmp]\n\t"                                                          \
+	"1:\n\t"                                                                               \
+	"cmpq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
+	"jne 5f\n\t"
+#    define TALLY__RSTAT_ARM_OUT                                                               \
+	"5:\n\t"                                                                               \
+	"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
+	"jmp 1b\n\t"
+#  endif
 #  if TALLY_WORD_BITS == 32
 #    define TALLY__RSTAT_WREG "k"
+#    define TALLY__RSTAT_WADD "addl"
 #  else
 #    define TALLY__RSTAT_WREG "q"
+#    define TALLY__RSTAT_WADD "addq"
 #  endif
 /*
  * tally__rstat_rseq_mod - tally_group_mod()'s word add and dirty marking
- * on x86_64 with rseq, without a barrier: two restartable sections on
- * glibc's rseq area (the first is tally__rseq_add()'s, see tally/rseq.h).
- *   section 1: on the current CPU c (cpu_id < nr: registered, and within
- *              the slots; see tally__rseq_add()), word += d (the commit).
- *   section 2: if still on c, in the owner's half of slot c's record:
- *              own_leaf |= bit; own_summary |= sbit (plain loads and
- *              stores; the summary store is the commit). An abort (a
- *              preemption, migration or signal) restarts the section; a
- *              thread no longer on c leaves the marking to the caller.
- * Returns 2 (both done: the word added on slot *slot and the group
- * marked), 1 (added on *slot, not marked: mark it in the shared half, the
- * fenced way) or 0 (nothing done: use tally__pcpu_add() and the fenced
- * marking).
+ * on x86_64 with rseq, without a barrier: one restartable section on
+ * glibc's rseq area (tally__rseq_add()'s, see tally/rseq.h, with the add
+ * as one instruction: no new value is wanted), then two plain byte stores.
+ *   section:  on the current CPU c (registered and within the slots:
+ *             TALLY__RSEQ_CPU_CHECK, see tally__rseq_add(); g's regions
+ *             are 2^TALLY_PCPU_REGION_SHIFT apart, which tally_group_mod()
+ *             checked: fast_items), word += d (the commit: one
+ *             add to memory), the word at item0 + TALLY__RSTAT_WORD_OFF in
+ *             slot c's chunk (item0: g's slot 0 chunk + item * the word's
+ *             size).
+ *   then:     byte_leaf byte = 1, then byte_summary byte = 1, in slot c's
+ *             record (the add's slot, wherever the thread runs by now).
+ * Returns true with *soff = c << TALLY_PCPU_REGION_SHIFT (the offset of
+ * slot c's chunk and record from slot 0's); false, nothing done (use
+ * tally__pcpu_add() and the fenced marking), through an out-of-line exit
+ * (asm goto).
  *
- * Why no barrier: only threads running on CPU c write the owner's half
- * of slot c, each inside a section that an interruption restarts, so no
- * two of them interleave their load and store; a drain's exchange between
- * one's load and store only gets its bits set again (a spurious mark,
- * harmless: see tally__rstat_id_release()). x86 keeps a thread's stores
- * in order (TSO): whoever sees the bit this update stored (the drain's
- * exchange, a full barrier) sees the word add before it. The update
- * stores its bits every time, never "already set: skip", so it never
- * relies on a load passing its own word store (the store-buffering pair
- * the fenced protocol pays its fence for). The argument and its SPIN
- * model (tests/formal/bitmap.pml, -DOWNER): the argument at the top of this file.
+ * Why no barrier, and no section for the bytes: a store of the constant 1
+ * to a byte needs no exclusion (any number of threads, on any CPU, leave
+ * the byte 1; nothing is read, so no store of one thread undoes
+ * another's, and a drain's exchange either reads the byte or comes before
+ * it and leaves it set for the next drain). x86 keeps a thread's stores
+ * in order (TSO), across a migration too (the context switch is a full
+ * barrier): whoever sees a byte this update stored (the drain's exchange,
+ * a full barrier) sees the word add before it. The update stores its
+ * bytes every time, never "already set: skip", so it never relies on a
+ * load passing its own word store (the store-buffering pair the fenced
+ * protocol pays its fence for). The argument and its SPIN model
+ * (tests/formal/bitmap.pml, -DBYTES): the argument at the top of this
+ * file.
+ *
+ * The instructions (g's fields are loaded before, where the compiler
+ * hoists or folds them): the section as tally__rseq_add()'s, with one add
+ * to memory for its load, add and store (8: arm, cpu_id, test, exit,
+ * the slot's offset in two, the add); then the two byte stores. With the
+ * threshold check after it (tally_group_mod()), what the update path adds
+ * to the counter add's.
  */
-TALLY__INLINE int tally__rstat_rseq_mod(const struct tally_group *g, size_t off, tally_uword d,
-					unsigned *slot)
+TALLY__INLINE bool tally__rstat_rseq_mod(const struct tally_group *g, unsigned char *item0,
+					 tally_uword d, size_t *soff)
 {
-	const struct tally__pcpu *p = &g->tally__pcpu;
-	unsigned cpu;
-	uintptr_t addr;
-	uint64_t tmp; /* the word (at its width), then a bit word */
-	__asm__ __volatile__(
+	unsigned cpu, nr = g->tally__pcpu.nr;
+	size_t off;
+	uint64_t tmp;
+	(void)nr; /* read by the section only with TALLY_CPU_SLOTS */
+	__asm__ __volatile__ goto(
 		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
 		".balign 32\n\t"
 		"3:\n\t"
 		".long 0, 0\n\t"
 		".quad 1f, 2f - 1f, 4f\n\t"
-		".balign 32\n\t"
-		"13:\n\t"
-		".long 0, 0\n\t"
-		".quad 11f, 12f - 11f, 14f\n\t"
 		".popsection\n\t"
-		/* section 1: the word add, as tally__rseq_add() */
-		"0:\n\t"
-		"leaq 3b(%%rip), %q[tmp]\n\t"
-		"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"
-		"1:\n\t"
-		"movl %%fs:%c[id](%[rs]), %[cpu]\n\t"
-		"cmpl %[nr], %[cpu]\n\t"
-		"jae 6f\n\t"
-		"movl %[cpu], %k[addr]\n\t"
-		"shlq %%cl, %[addr]\n\t"
-		"addq %[base], %[addr]\n\t"
-		"mov (%[addr]), %" TALLY__RSTAT_WREG "[tmp]\n\t"
-		"add %" TALLY__RSTAT_WREG "[d], %" TALLY__RSTAT_WREG "[tmp]\n\t"
-		"mov %" TALLY__RSTAT_WREG "[tmp], (%[addr])\n\t" /* commit 1 */
+		TALLY__RSTAT_ARM
+		"movl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
+		TALLY__RSEQ_CPU_CHECK("%k[cpu]", "6f")
+		"movl %k[cpu], %k[off]\n\t"
+		"shlq %[rshift], %q[off]\n\t"
+		TALLY__RSTAT_WADD " %" TALLY__RSTAT_WREG "[d], %c[woff](%[w0], %q[off])\n\t" /* commit */
 		"2:\n\t"
-		TALLY__RSTAT_RSEQ_HOOK /* tests only: see rstat.h */
-		/* section 2: the owner's dirty bits of slot cpu (records one
-		 * region apart: a shift by a constant) */
-		"10:\n\t"
-		"leaq 13b(%%rip), %q[tmp]\n\t"
-		"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"
-		"11:\n\t"
-		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
-		"jne 7f\n\t"
-		"movl %[cpu], %k[addr]\n\t"
-		"shlq %[rshift], %[addr]\n\t"
-		"addq %[blk], %[addr]\n\t"
-		"movq (%[addr],%[loff]), %q[tmp]\n\t"
-		"orq %[bit], %q[tmp]\n\t"
-		"movq %q[tmp], (%[addr],%[loff])\n\t"
-		"movq %c[soff](%[addr]), %q[tmp]\n\t"
-		"orq %[sbit], %q[tmp]\n\t"
-		"movq %q[tmp], %c[soff](%[addr])\n\t" /* commit 2 */
-		"12:\n\t"
 		TALLY__RSEQ_CLEAR
-		"15:\n\t"
-		/* out of line: the aborts, and the exits with addr 0 (nothing
-		 * done) or 1 (added, not marked); addr is the record's address
-		 * (> 1) when both are done */
+		TALLY__RSTAT_RSEQ_HOOK /* tests only: see rstat.h */
+		/* the dirty bytes of slot cpu's record (records one region
+		 * apart, like the chunks: the same offset) */
+		"movb $1, (%[leaf], %q[off])\n\t"
+		"movb $1, (%[summ], %q[off])\n\t"
+		/* out of line: the abort, and the exit with nothing done */
 		".subsection 1\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long %c[sig]\n\t"
 		"4:\n\t"
 		"jmp 0b\n\t"
-		".byte 0x0f, 0xb9, 0x3d\n\t"
-		".long %c[sig]\n\t"
-		"14:\n\t"
-		"jmp 10b\n\t"
+		TALLY__RSTAT_ARM_OUT
 		"6:\n\t"
-		"movl $0, %k[addr]\n\t"
 		TALLY__RSEQ_CLEAR
-		"jmp 15b\n\t"
-		"7:\n\t"
-		"movl $1, %k[addr]\n\t"
-		TALLY__RSEQ_CLEAR
-		"jmp 15b\n\t"
+		"jmp %l[none]\n\t"
 		".previous\n\t"
-		: [cpu] "=&r"(cpu), [addr] "=&r"(addr), [tmp] "=&r"(tmp)
+		: [cpu] "=&r"(cpu), [off] "=&r"(off), [tmp] "=&r"(tmp)
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
-		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] TALLY__RSEQ_RM(p->nr),
-		  [shift] "c"(p->shift), [base] TALLY__RSEQ_RM(p->base + off), [d] "re"(d),
-		  [rshift] "i"(TALLY_PCPU_REGION_SHIFT), [blk] TALLY__RSEQ_RM(g->tally__dirty.block),
-		  [loff] "r"(g->tally__dirty.own_leaf_off), [bit] TALLY__RSEQ_RM(g->tally__dirty.bit),
-		  [sbit] TALLY__RSEQ_RM(g->tally__dirty.sbit),
-		  [soff] "i"(offsetof(struct tally__rstat_dirty, own_summary)), [sig] "i"(RSEQ_SIG)
-		: "memory", "cc");
-	*slot = cpu;
-	return addr > 1 ? 2 : (int)addr;
+		  [id] "i"(offsetof(struct rseq, cpu_id)), TALLY__RSEQ_NR(nr),
+		  [w0] "r"(item0), [woff] "i"(TALLY__RSTAT_WORD_OFF), [d] "re"(d),
+		  [rshift] "i"(TALLY_PCPU_REGION_SHIFT), [leaf] "r"(g->tally__dirty.byte_leaf),
+		  [summ] "r"(g->tally__dirty.byte_summary), [sig] "i"(RSEQ_SIG)
+		: "memory", "cc"
+		: none);
+	*soff = off;
+	return true;
+none:
+	return false;
 }
 #endif
 
@@ -634,16 +654,37 @@ static inline struct tally_group *tally__rstat_reverse(struct tally_group *x, un
 /* ---- drains (flush lock) --------------------------------------------------- */
 
 /*
- * Move every dirty group of one half of block b's record of slot s into
- * the slot's updated tree: clear the summary, then each leaf word it names
- * (summary first: see the argument at the top of this file), and link each live group whose bit
- * was set; a destroyed group goes on the flush's hand-over list, a free id
- * is skipped. Returns whether it cleared any bit.
+ * A drain found group id's bit set on slot s: link the group into the
+ * slot's updated tree if it is alive; a destroyed group goes on the
+ * flush's hand-over list, a free id is skipped.
+ */
+static inline void tally__rstat_drain_link(struct tally_tree *t, unsigned s, unsigned id)
+{
+	struct tally__rstat_ids *ids = &t->tally__ids;
+	struct tally_group *g = id < ids->nr_ids ? ids->group[id] : NULL;
+	if (!g)
+		return; /* a free id */
+	if (!tally__load(&g->tally__dead)) {
+		tally__rstat_link(g, s);
+	} else if (!g->tally__handover_next) {
+		/* Destroyed: its deltas go to an ancestor after BARRIER_F
+		 * (tally/rstat/flush.h). */
+		struct tally_group *h = t->tally__flush.handover;
+		g->tally__handover_next = h ? h : g;
+		t->tally__flush.handover = g;
+	}
+}
+
+/*
+ * Move every dirty group of the shared half of block b's record of slot s
+ * into the slot's updated tree: clear the summary, then each leaf word it
+ * names (summary first: see the argument at the top of this file), and
+ * link each group whose bit was set (tally__rstat_drain_link()). Returns
+ * whether it cleared any bit.
  */
 static inline int tally__rstat_drain_half(struct tally_tree *t, unsigned s, unsigned b,
 					  uint64_t *summary, uint64_t *leaf)
 {
-	struct tally__rstat_ids *ids = &t->tally__ids;
 	int cleared = 0;
 	uint64_t x;
 	if (!__atomic_load_n(summary, __ATOMIC_SEQ_CST))
@@ -655,30 +696,53 @@ static inline int tally__rstat_drain_half(struct tally_tree *t, unsigned s, unsi
 		x &= x - 1;
 		cleared |= y != 0;
 		while (y) {
-			unsigned id = b * TALLY__RSTAT_BLOCK_IDS + j * 64u +
-				      (unsigned)__builtin_ctzll(y);
-			struct tally_group *g = id < ids->nr_ids ? ids->group[id] : NULL;
+			tally__rstat_drain_link(t, s, b * TALLY__RSTAT_BLOCK_IDS + j * 64u +
+							      (unsigned)__builtin_ctzll(y));
 			y &= y - 1;
-			if (!g)
-				continue; /* a free id */
-			if (!tally__load(&g->tally__dead)) {
-				tally__rstat_link(g, s);
-			} else if (!g->tally__handover_next) {
-				/* Destroyed: its deltas go to an ancestor after
-				 * BARRIER_F (tally/rstat/flush.h). */
-				struct tally_group *h = t->tally__flush.handover;
-				g->tally__handover_next = h ? h : g;
-				t->tally__flush.handover = g;
-			}
 		}
 	}
 	return cleared;
 }
 
 /*
+ * The byte half of block b's record of slot s: for each set summary
+ * byte (exchanged 64 bits at a time), exchange the 64 group bytes it
+ * stands for (summary first, as for the shared half), and link each live
+ * group whose byte was set (tally__rstat_drain_link()).
+ */
+static inline void tally__rstat_drain_bytes(struct tally_tree *t, unsigned s, unsigned b,
+					  struct tally__rstat_dirty *d)
+{
+	unsigned q, w;
+	for (q = 0; q < 8; q++) {
+		uint64_t x;
+		if (!__atomic_load_n(&d->byte_summary[q], __ATOMIC_SEQ_CST))
+			continue;
+		x = __atomic_exchange_n(&d->byte_summary[q], (uint64_t)0, __ATOMIC_SEQ_CST);
+		while (x) {
+			/* leaf word j: groups j * 64 .. j * 64 + 63, 8 to a word */
+			unsigned j = q * 8u + (unsigned)__builtin_ctzll(x) / 8u;
+			x &= ~((uint64_t)0xff << ((unsigned)__builtin_ctzll(x) / 8u * 8u));
+			for (w = 0; w < 8; w++) {
+				uint64_t *lw = &d->byte_leaf[j * 8u + w], y;
+				if (!__atomic_load_n(lw, __ATOMIC_SEQ_CST))
+					continue;
+				y = __atomic_exchange_n(lw, (uint64_t)0, __ATOMIC_SEQ_CST);
+				while (y) {
+					unsigned k = (unsigned)__builtin_ctzll(y) / 8u;
+					y &= ~((uint64_t)0xff << (k * 8u));
+					tally__rstat_drain_link(t, s, b * TALLY__RSTAT_BLOCK_IDS +
+									   j * 64u + w * 8u + k);
+				}
+			}
+		}
+	}
+}
+
+/*
  * Drain slot s: both halves of every block's record. Returns whether it
  * cleared any bit of a shared half (the fenced protocol, which BARRIER_F
- * pairs with); the owner's halves need no barrier beyond the exchanges
+ * pairs with); the byte halves need no barrier beyond the exchanges
  * (see tally__rstat_rseq_mod()). BARRIER_F must come between this and any
  * load of a word.
  */
@@ -691,7 +755,7 @@ static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
 		struct tally__rstat_dirty *d =
 			tally__rstat_dirty_at(ids->blocks[b].base, ids->stride, s);
 		cleared |= tally__rstat_drain_half(t, s, b, &d->summary, d->leaf);
-		(void)tally__rstat_drain_half(t, s, b, &d->own_summary, d->own_leaf);
+		tally__rstat_drain_bytes(t, s, b, d);
 	}
 	return cleared;
 }
