@@ -466,8 +466,7 @@ Test(hist, carry_past_32_bits)
  * between must wait for it and then hold it whole: bucket, count and sum.
  */
 struct finisher {
-	unsigned j, k;
-	uint32_t nv;
+	size_t off; /* the half's byte offset, bank included */
 };
 
 static void *finish_later(void *arg)
@@ -475,23 +474,23 @@ static void *finish_later(void *arg)
 	struct finisher *f = (struct finisher *)arg;
 	struct timespec ts = {0, 100 * 1000 * 1000};
 	nanosleep(&ts, NULL);
-	tally__hist_record_atomic(&h, f->j, f->k, 1, 77, 1, f->nv);
+	tally__hist_record_atomic(&h, f->off, 1, 77, TALLY__HIST_HALF);
 	return NULL;
 }
 
 Test(hist, snapshot_waits_for_record_in_flight)
 {
 	struct finisher f;
+	unsigned j;
 	pthread_t t;
 	struct timespec a, b;
 	double ms;
 	setup(NULL);
 	cr_assert_eq(tally_hist_record(&h, 5), 0);
-	f.j = tally__hist_pos(&h.tally__l, 77);
-	f.k = h.tally__active;
-	f.nv = __atomic_add_fetch(
-		(uint32_t *)tally__pcpu_at(&h.tally__pcpu, 0, tally__hist_half_off(f.j, f.k)), 1u,
-		__ATOMIC_RELAXED);
+	j = tally__hist_pos(&h.tally__l, 77);
+	f.off = tally__hist_half_off(j, tally__hist_bank(h.tally__act));
+	__atomic_add_fetch((uint32_t *)tally__pcpu_at(&h.tally__pcpu, 0, f.off), 1u,
+			   __ATOMIC_RELAXED);
 	cr_assert_eq(pthread_create(&t, NULL, finish_later, &f), 0);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	snap();
@@ -500,7 +499,7 @@ Test(hist, snapshot_waits_for_record_in_flight)
 	ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
 	cr_assert_geq(ms, 50.0, "the snapshot returned after %.1f ms, before the record ended", ms);
 	cr_assert_eq(s.count, 2u);
-	cr_assert_eq(s.counts[f.j], 1u);
+	cr_assert_eq(s.counts[j], 1u);
 	cr_assert_eq(s.sum, 82u);
 	teardown();
 }

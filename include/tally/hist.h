@@ -100,6 +100,11 @@ struct tally_hist_opts {
 
 /* private: the buckets of a histogram or a snapshot */
 struct tally__hist_layout {
+	/* The fast window (hist/layout.h): values whose double's bits,
+	 * shifted right by fast_shift, minus fast_lo, are below fast_n have
+	 * position (that difference) + fast_pos. fast_n 0: no window. */
+	uint64_t fast_lo, fast_n;
+	unsigned fast_shift, fast_pos;
 	uint64_t lowest, highest; /* log-linear range */
 	uint64_t first;           /* log-linear index of lowest */
 	uint64_t *bounds;         /* explicit bounds (owned copy), or NULL */
@@ -112,8 +117,11 @@ struct tally__hist_layout {
 struct tally_hist {
 	/* private: use the tally_hist_* calls */
 	struct tally__pcpu tally__pcpu; /* per CPU: done, sum, bucket halves */
+	/* The bank records add to, k, as 4 k + the byte offset of the fast
+	 * window's first half in bank 0 (a multiple of 8): one load gives a
+	 * record both its half's offset and its bank (hist/layout.h). */
+	unsigned tally__act;
 	struct tally__hist_layout tally__l;
-	unsigned tally__active;    /* the bank records add to */
 	uint64_t *tally__carry;    /* [2][nr]: 2^32 per wrapped half */
 	uint64_t *tally__base;     /* [nr + 1]: reset baseline (counts, then sum) */
 	uint64_t *tally__scratch;  /* [nr]: the cut's, under the lock */
@@ -185,6 +193,7 @@ static inline int tally__hist_opts_layout(const struct tally_hist_opts *o,
 	if (last - l->first + 3u > TALLY_HIST_BUCKETS_MAX)
 		return -EINVAL;
 	l->nr = (unsigned)(last - l->first) + 3u;
+	tally__hist_fast_window(l);
 	return 0;
 }
 
@@ -217,6 +226,7 @@ static inline int tally_hist_init(struct tally_hist *h, const struct tally_hist_
 	if (!n.tally__carry)
 		goto fail;
 	n.tally__base = n.tally__carry + 2 * (size_t)n.tally__l.nr;
+	n.tally__act = tally__hist_act0(&n.tally__l);
 	n.tally__scratch = n.tally__base + n.tally__l.nr + 1u;
 	if (tally__pcpu_alloc(&n.tally__pcpu, TALLY__HIST_BUCKETS_OFF + 8u * (size_t)n.tally__l.nr))
 		goto fail;
@@ -274,9 +284,7 @@ TALLY__API int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n)
 		return -EINVAL;
 	if (tally__unlikely(n == 0))
 		return 0;
-	tally__hist_add(h, tally__hist_pos(&h->tally__l, (uint64_t)v), (uint32_t)n,
-			(uint64_t)v * n);
-	return 0;
+	return tally__hist_record(h, v, (uint32_t)n);
 }
 #else
 int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n);
@@ -293,10 +301,9 @@ int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n);
 #if TALLY__API_BODY
 TALLY__API int tally_hist_record(struct tally_hist *h, int64_t v)
 {
-	if (tally__bad(!h || v < 0))
+	if (tally__bad(!h))
 		return -EINVAL;
-	tally__hist_add(h, tally__hist_pos(&h->tally__l, (uint64_t)v), 1u, (uint64_t)v);
-	return 0;
+	return tally__hist_record(h, v, 1u); /* v < 0: -EINVAL, out of line */
 }
 #else
 int tally_hist_record(struct tally_hist *h, int64_t v);

@@ -52,16 +52,16 @@ TALLY__INLINE void tally__hist_read_record(const struct tally__pcpu *p, unsigned
 		(const uint64_t *)tally__pcpu_at(p, s, (size_t)TALLY__HIST_BANK_BYTES * k);
 #if TALLY__HAVE_RSEQ
 	if (s < p->nr && tally__rseq_registered()) {
-		/* The rseq format: sum[d & 1] belongs to done d. A record
+		/* The rseq format: sum[d >> 63] belongs to done d. A record
 		 * writes only the other sum before it commits a new done, so
 		 * if done still reads d after the sum, the sum was d's. */
 		for (;;) {
 			/* acquire, acquire: pair with the section's store
 			 * order (x86: stores stay in order) */
 			uint64_t d = __atomic_load_n(&r[0], __ATOMIC_ACQUIRE);
-			uint64_t sm = __atomic_load_n(&r[1 + (d & 1u)], __ATOMIC_ACQUIRE);
+			uint64_t sm = __atomic_load_n(&r[1 + (d >> 63)], __ATOMIC_ACQUIRE);
 			if (__atomic_load_n(&r[0], __ATOMIC_RELAXED) == d) {
-				*done += d >> 1;
+				*done += d & (UINT64_MAX >> 1);
 				*sum += sm;
 				return;
 			}
@@ -102,7 +102,8 @@ static inline unsigned tally__hist_read_bank(const struct tally_hist *h, unsigne
 			tmp[j] += __atomic_load_n(&carry[j], __ATOMIC_RELAXED);
 			total += tmp[j];
 		}
-		/* Modulo 2^63: the rseq format's done holds 2 x observations. */
+		/* Modulo 2^63: the rseq format's done keeps its count in 63
+		 * bits. */
 		if (((total - done) << 1) == 0) {
 			for (j = 0; j < nr; j++)
 				out[j] += tmp[j];
@@ -121,13 +122,14 @@ static inline unsigned tally__hist_read_bank(const struct tally_hist *h, unsigne
  * Lock held. */
 static inline void tally__hist_cut(struct tally_hist *h, uint64_t *out, uint64_t *sum)
 {
-	unsigned k = tally__load(&h->tally__active); /* only lock holders store it */
+	unsigned act = tally__load(&h->tally__act); /* only lock holders store it */
+	unsigned k = tally__hist_bank(act);
 	memset(out, 0, (size_t)h->tally__l.nr * sizeof(*out));
 	*sum = 0;
 	tally__hist_read_bank(h, k ^ 1u, out, sum, h->tally__scratch);
 	/* Relaxed: the switch only steers new records away from bank k so
 	 * that its read adds up; exactness never depends on when they see it. */
-	tally__store(&h->tally__active, k ^ 1u);
+	tally__store(&h->tally__act, act ^ 4u);
 	tally__hist_read_bank(h, k, out, sum, h->tally__scratch);
 }
 

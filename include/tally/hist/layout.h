@@ -19,15 +19,17 @@
  *
  * A CPU slot's chunk (tally__pcpu), byte offsets:
  *   0   bank 0's record: done, sum[0], sum[1]   (u64 each)
- *   24  bank 1's record: done, sum[0], sum[1]
- *   48  per bucket position j, at 48 + 8 j: two u32 halves, bank 0's
- *       count then bank 1's (8 bytes per bucket per CPU slot)
+ *   32  bank 1's record: done, sum[0], sum[1]   (at 32 k: 8 x (4 k))
+ *   64  per bucket position j, at 64 + 8 j: two u32 halves, bank 0's
+ *       count then bank 1's (8 bytes per bucket per CPU slot): bank k's
+ *       half of j at 64 + 8 j + 4 k, so bit 2 of a half's offset is 4 k
  * A bank's record has two formats. On a CPU slot written by rseq sections
- * (x86_64, rseq registered, slot < nr), done is 2 x (observations) plus a
- * parity bit that flips at every record, and the bank's sum is
- * sum[done & 1]: a record writes sum[parity ^ 1] = sum[parity] + v n
- * (repeatable: an abort before the commit leaves done as it was) and then
- * commits done + 2n with the parity flipped, one store for both. Elsewhere
+ * (x86_64, rseq registered, slot < nr), done's low 63 bits count the
+ * observations and its top bit is a parity that flips at every record;
+ * the bank's sum is sum[done >> 63]: a record writes sum[parity ^ 1] =
+ * sum[parity] + v n (repeatable: an abort before the commit leaves done
+ * as it was) and then commits done + n + 2^63 (count + n, the parity
+ * flipped), one store for both. Elsewhere
  * (the atomic path, the shared slot nr) done counts observations and
  * sum[0] is the sum, each a plain atomic add. Either way a record's sum
  * and done land on one slot.
@@ -42,9 +44,9 @@
 #  error "tally/hist/layout.h is private: include <tally/hist.h>"
 #endif
 
-/* A bank's record (done, sum[0], sum[1]) at 24 k; the halves after both. */
-#define TALLY__HIST_BANK_BYTES 24u
-#define TALLY__HIST_BUCKETS_OFF 48u
+/* A bank's record (done, sum[0], sum[1]) at 32 k; the halves after both. */
+#define TALLY__HIST_BANK_BYTES 32u
+#define TALLY__HIST_BUCKETS_OFF 64u
 
 /* The log-linear index of v at precision p. */
 TALLY__INLINE uint64_t tally__hist_index(uint64_t v, unsigned p)
@@ -78,16 +80,84 @@ static inline unsigned tally__hist_pos_bounds(const struct tally__hist_layout *l
 	return lo + 1u; /* lo == n: above */
 }
 
+/*
+ * The fast window: a record's bucket from v's double. For 2^p <= v < 2^53
+ * the double is exact, with exponent e = floor(log2(v)) and mantissa
+ * v - 2^e scaled to 52 bits, so its bits shifted right by 52 - p are
+ * ((1023 + e) << p) + ((v - 2^e) >> (e - p)) = idx + ((1022 + p) << p),
+ * idx the log-linear index above: a conversion, a move and a shift in
+ * place of a bit scan and two variable shifts. The window is the indices
+ * whose buckets lie wholly in [max(lowest, 2^p), min(highest, 2^53 - 1)];
+ * one unsigned compare of the shifted bits minus its first index against
+ * its length admits exactly those, and turns away every other value:
+ * smaller ones, the buckets the range's ends cut, below and above,
+ * negative values (the sign bit makes the bits huge) and values past 2^53
+ * (their rounded doubles still land past the window). Those take
+ * tally__hist_pos_slow(). Explicit bounds have no window (fast_n 0).
+ */
+TALLY__INLINE uint64_t tally__hist_fast_bits(int64_t v, unsigned shift)
+{
+	double d = (double)v;
+	uint64_t b;
+	memcpy(&b, &d, sizeof(b));
+	return b >> shift;
+}
+
+/* Set l's window (log-linear l, its other fields set). */
+static inline void tally__hist_fast_window(struct tally__hist_layout *l)
+{
+	uint64_t lo = l->lowest, hi = l->highest, a, b, elo, ehi;
+	l->fast_lo = l->fast_n = 0;
+	l->fast_shift = l->fast_pos = 0;
+	if (lo < (uint64_t)1 << l->p)
+		lo = (uint64_t)1 << l->p;
+	if (hi > ((uint64_t)1 << 53) - 1u)
+		hi = ((uint64_t)1 << 53) - 1u;
+	if (lo > hi)
+		return;
+	a = tally__hist_index(lo, l->p);
+	tally__hist_index_range(a, l->p, &elo, &ehi);
+	if (elo < lo)
+		a++;
+	b = tally__hist_index(hi, l->p);
+	tally__hist_index_range(b, l->p, &elo, &ehi);
+	if (ehi > hi)
+		b--;
+	if (a > b)
+		return;
+	l->fast_shift = 52u - l->p;
+	l->fast_lo = a + ((uint64_t)(1022u + l->p) << l->p);
+	l->fast_pos = (unsigned)(a - l->first) + 1u;
+	/* The identity above is IEEE 754 binary64's; a platform whose
+	 * doubles differ gets no window rather than wrong buckets. */
+	tally__hist_index_range(a, l->p, &elo, &ehi);
+	if (tally__hist_fast_bits((int64_t)elo, l->fast_shift) != l->fast_lo)
+		return;
+	tally__hist_index_range(b, l->p, &elo, &ehi);
+	if (tally__hist_fast_bits((int64_t)ehi, l->fast_shift) - l->fast_lo != b - a)
+		return;
+	l->fast_n = b - a + 1u;
+}
+
+/* The bucket position of v (v >= 0), outside the fast window too. */
+static inline unsigned tally__hist_pos_slow(const struct tally__hist_layout *l, uint64_t v)
+{
+	if (l->bounds != NULL)
+		return tally__hist_pos_bounds(l, v);
+	if (v < l->lowest)
+		return 0u;
+	if (v > l->highest)
+		return l->nr - 1u;
+	return (unsigned)(tally__hist_index(v, l->p) - l->first) + 1u;
+}
+
 /* The bucket position of v (v >= 0). */
 TALLY__INLINE unsigned tally__hist_pos(const struct tally__hist_layout *l, uint64_t v)
 {
-	if (tally__unlikely(l->bounds != NULL))
-		return tally__hist_pos_bounds(l, v);
-	if (tally__unlikely(v < l->lowest))
-		return 0u;
-	if (tally__unlikely(v > l->highest))
-		return l->nr - 1u;
-	return (unsigned)(tally__hist_index(v, l->p) - l->first) + 1u;
+	uint64_t r = tally__hist_fast_bits((int64_t)v, l->fast_shift) - l->fast_lo;
+	if (tally__likely(r < l->fast_n))
+		return (unsigned)r + l->fast_pos;
+	return tally__hist_pos_slow(l, v);
 }
 
 /*
@@ -119,6 +189,18 @@ static inline int tally__hist_pos_range(const struct tally__hist_layout *l, unsi
 	if (*hi > l->highest)
 		*hi = l->highest;
 	return 0;
+}
+
+/* The bank of a tally_hist's tally__act word (the bit of 4 k). */
+TALLY__INLINE unsigned tally__hist_bank(unsigned act)
+{
+	return (act >> 2) & 1u;
+}
+
+/* The tally__act word for bank 0: the fast window's first half. */
+TALLY__INLINE unsigned tally__hist_act0(const struct tally__hist_layout *l)
+{
+	return TALLY__HIST_BUCKETS_OFF + 8u * l->fast_pos;
 }
 
 /* Byte offset of bucket position j's half for bank k in a slot's chunk. */

@@ -5,18 +5,21 @@
  * count, each step one committing store.
  *
  * x86_64 with rseq: one asm block of two restartable sections on glibc's
- * registered rseq area, sharing one CPU lookup and one chunk address:
- *   section 1: on the current CPU c (< nr, registered), half += n (32-bit);
- *              a wrap (new half < n) leaves the asm: the carry must land
- *              before done, so C does carry, sum and done.
+ * registered rseq area, in tally__rseq_add()'s form (tally/rseq.h: one
+ * compare of cpu_id covers "not registered" and "past the slots", a
+ * shift, asm goto to out-of-line exits, rseq_cs left set where
+ * TALLY__RSEQ_CLEAR says so):
+ *   section 1: on the current CPU c, half += n (32-bit): the commit. A
+ *              carry out of the add (the half wrapped) leaves the asm: the
+ *              carry must land before done, so C does carry, sum and done.
  *   section 2: if still on c, the bank's record (hist/layout.h): with
- *              d = done, sum[(d & 1) ^ 1] = sum[d & 1] + v n (repeatable),
- *              then done = (d + 2n) ^ 1, the commit.
- * An abort restarts only its own section (which re-checks that the thread
- * is still on c). A thread that left c, or could not start, finishes with
- * atomic RMWs on the shared slot (below). Every inlined copy carries its
- * own two descriptors in __tally_rseq_cs, as tally__rseq_add() does (see
- * tally/rseq.h for the section's rules).
+ *              d = done and s = d >> 63, sum[s ^ 1] = sum[s] + v n
+ *              (repeatable), then done = d + n + 2^63, the commit (the
+ *              count gains n, the parity bit flips).
+ * An abort restarts only its own section (which re-checks the CPU). A
+ * thread that left c between the sections, or could not start, finishes
+ * with atomic RMWs on the shared slot (below). Every inlined copy carries
+ * its own two descriptors in __tally_rseq_cs, as tally__rseq_add() does.
  *
  * Elsewhere (TALLY_PCPU_MODE 1 or 3, no rseq, other architectures): a
  * relaxed atomic RMW on the bucket half, then release RMWs on sum[0] and
@@ -42,22 +45,34 @@ TALLY__INLINE unsigned tally__hist_atomic_slot(const struct tally__pcpu *p)
 	return tally__cpu() % p->nr;
 }
 
+/* How far a record got before it left the rseq sections. */
+enum tally__hist_stage {
+	TALLY__HIST_NOTHING, /* nothing added */
+	TALLY__HIST_HALF,    /* the half added on some slot, no carry out */
+	TALLY__HIST_WRAPPED  /* the half added and wrapped: 2^32 to carry */
+};
+
 /*
- * Finish a record from stage (0: nothing done; 1: the half added on some
- * slot, nv its new value) with atomic RMWs.
+ * Finish a record with atomic RMWs: n observations, their values' sum sv,
+ * into the half at byte offset off of a slot's chunk (whose bit 2 is its
+ * bank's: tally__hist_half_off()), from stage on.
  */
-TALLY__INLINE void tally__hist_record_atomic(struct tally_hist *h, unsigned j, unsigned k,
-					     uint32_t n, uint64_t sv, int stage, uint32_t nv)
+TALLY__INLINE void tally__hist_record_atomic(struct tally_hist *h, size_t off, uint32_t n,
+					     uint64_t sv, enum tally__hist_stage stage)
 {
 	const struct tally__pcpu *p = &h->tally__pcpu;
+	unsigned k = (unsigned)(off >> 2) & 1u;
 	unsigned s = tally__hist_atomic_slot(p);
 	unsigned char *c = (unsigned char *)tally__pcpu_at(p, s, 0);
-	if (stage == 0)
-		nv = __atomic_add_fetch((uint32_t *)(c + tally__hist_half_off(j, k)), n,
-					__ATOMIC_RELAXED);
-	if (tally__unlikely(nv < n)) /* the half wrapped: carry 2^32 */
+	if (stage == TALLY__HIST_NOTHING &&
+	    tally__unlikely(__atomic_add_fetch((uint32_t *)(c + off), n, __ATOMIC_RELAXED) < n))
+		stage = TALLY__HIST_WRAPPED;
+	if (tally__unlikely(stage == TALLY__HIST_WRAPPED)) {
+		/* the half wrapped: carry 2^32 into carry[k][j] */
+		size_t j = (off - TALLY__HIST_BUCKETS_OFF) / 8u;
 		__atomic_fetch_add(&h->tally__carry[(size_t)k * h->tally__l.nr + j],
 				   (uint64_t)1 << 32, __ATOMIC_RELAXED);
+	}
 	c += TALLY__HIST_BANK_BYTES * k;
 	/* release: the half's add (and a carry) come before the sum's; pairs
 	 * with the cut's acquire load of the sum (hist/cut.h). */
@@ -68,27 +83,67 @@ TALLY__INLINE void tally__hist_record_atomic(struct tally_hist *h, unsigned j, u
 }
 
 /* The rseq path's leftovers, out of line. */
-TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, unsigned j, unsigned k,
-					 uint32_t n, uint64_t sv, int stage, uint32_t nv)
+TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint32_t n, uint64_t sv,
+					 enum tally__hist_stage stage)
 {
-	tally__hist_record_atomic(h, j, k, n, sv, stage, nv);
+	tally__hist_record_atomic(h, off, n, sv, stage);
 }
 
-#if TALLY__HAVE_RSEQ
 /*
- * The two sections. Returns the stage reached: 2 (all done), 1 (half
- * only: migrated, or the half wrapped; *nv is its new value) or 0
- * (nothing: no rseq, or a CPU beyond the slots).
+ * Test hooks: assembler strings placed in the rseq path, for tests that
+ * trap there (tests/plain/hist_rseq.c); empty by default.
+ *   TALLY__HIST_HOOK_S1       in section 1, before the half's add
+ *   TALLY__HIST_HOOK_BETWEEN  between the sections (after the carry test)
+ *   TALLY__HIST_HOOK_S2       in section 2, after the repeatable sum store,
+ *                             before the commit
+ * A hook may change the flags, nothing else.
  */
-TALLY__INLINE int tally__hist_rseq_record(const struct tally__pcpu *p, size_t boff, size_t kb,
-					  uint64_t n, uint64_t sv, uint32_t *nv)
+#ifndef TALLY__HIST_HOOK_S1
+#  define TALLY__HIST_HOOK_S1 ""
+#endif
+#ifndef TALLY__HIST_HOOK_BETWEEN
+#  define TALLY__HIST_HOOK_BETWEEN ""
+#endif
+#ifndef TALLY__HIST_HOOK_S2
+#  define TALLY__HIST_HOOK_S2 ""
+#endif
+
+/*
+ * A record's adds: n (1..UINT32_MAX) observations, their values' sum sv
+ * (modulo 2^64), into the half at byte offset off of a slot's chunk (off
+ * names the bank too: its bit 2 is 4 k, tally__hist_half_off()).
+ *
+ * The rseq path, instruction by instruction (the caller's loads of h's
+ * fields and of __rseq_offset aside, which the compiler hoists or folds
+ * into operands where it can):
+ *   lea desc; mov -> rseq_cs         arm section 1
+ *   mov cpu_id; cmp nr; jae          which slot; unregistered or past the
+ *                                    slots: leave (as tally__rseq_add())
+ *   mov; shl; add base               the slot's chunk (the CPU number is
+ *                                    kept for section 2's check)
+ *   mov; add; mov                    the half; the commit
+ *   jc                               its carry flag: a wrap leaves
+ *   lea                              the bank's record, chunk + 32 k
+ *   lea desc; mov -> rseq_cs         arm section 2
+ *   cmp cpu_id; jne                  still on that CPU (else the shared
+ *                                    slot, in C)
+ *   mov done; mov; shr $63           d, and its parity s
+ *   mov; add; xor; mov               sum[s ^ 1] = sum[s] + sv
+ *   add; mov                         done = d + n + 2^63: the commit
+ * 24 instructions: 7 loads (cpu_id twice, nr, base, the half, done, a
+ * sum) and 5 stores (rseq_cs twice, the half, a sum, done);
+ * TALLY_RSEQ_CLEAR_CS adds a store.
+ */
+TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n, uint64_t sv)
 {
+#if TALLY__HAVE_RSEQ
+	const struct tally__pcpu *p = &h->tally__pcpu;
+	size_t kb = off & 4u; /* 4 k: the record is at 8 kb = 32 k */
+	uint64_t dn = (uint64_t)n + ((uint64_t)1 << 63);
+	uintptr_t a;
+	uint64_t t, d, s;
 	unsigned cpu;
-	uintptr_t addr;
-	uint64_t tmp, sel;
-	if (tally__unlikely(__rseq_size == 0))
-		return 0;
-	__asm__ __volatile__(
+	__asm__ __volatile__ goto(
 		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
 		".balign 32\n\t"
 		"3:\n\t"
@@ -101,45 +156,42 @@ TALLY__INLINE int tally__hist_rseq_record(const struct tally__pcpu *p, size_t bo
 		".popsection\n\t"
 		/* section 1: the bucket's half */
 		"0:\n\t"
-		"leaq 3b(%%rip), %[tmp]\n\t"
-		"movq %[tmp], %%fs:%c[cs](%[rs])\n\t"
+		"leaq 3b(%%rip), %q[a]\n\t"
+		"movq %q[a], %%fs:%c[cs](%[rs])\n\t"
 		"1:\n\t"
-		"movl %%fs:%c[start](%[rs]), %[cpu]\n\t"
-		"cmpl %[nr], %[cpu]\n\t"
-		"jae 6f\n\t"
-		"movl %[cpu], %k[addr]\n\t"
-		"imulq %[stride], %[addr]\n\t"
-		"addq %[base], %[addr]\n\t"
-		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
-		"jne 6f\n\t"
-		"movl (%[addr],%[boff]), %k[sel]\n\t"
-		"addl %k[n], %k[sel]\n\t"
-		"movl %k[sel], (%[addr],%[boff])\n\t" /* commit 1 */
+		"movl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
+		"cmpl %[nr], %k[cpu]\n\t"
+		"jae 5f\n\t"
+		"movl %k[cpu], %k[a]\n\t"
+		"shlq %%cl, %q[a]\n\t"
+		"addq %[base], %q[a]\n\t"
+		"movl (%q[a],%[off]), %k[t]\n\t"
+		TALLY__HIST_HOOK_S1
+		"addl %k[n], %k[t]\n\t"
+		"movl %k[t], (%q[a],%[off])\n\t" /* commit 1 */
 		"2:\n\t"
-		"movl %k[sel], %k[boff]\n\t" /* the new half, for *nv */
-		"cmpl %k[n], %k[sel]\n\t"
-		"jb 7f\n\t" /* wrapped: the carry goes before sum and done */
-		"addq %[kb], %[addr]\n\t" /* the bank's record */
-		/* section 2: sum[sel ^ 1] = sum[sel] + sv; done = (d + 2n) ^ 1 */
+		"jc 6f\n\t" /* wrapped: the carry goes before sum and done */
+		TALLY__HIST_HOOK_BETWEEN
+		"leaq (%q[a],%[kb],8), %q[a]\n\t" /* the bank's record */
+		/* section 2: sum[s ^ 1] = sum[s] + sv; done = d + n + 2^63 */
 		"10:\n\t"
-		"leaq 13b(%%rip), %[tmp]\n\t"
-		"movq %[tmp], %%fs:%c[cs](%[rs])\n\t"
+		"leaq 13b(%%rip), %q[t]\n\t"
+		"movq %q[t], %%fs:%c[cs](%[rs])\n\t"
 		"11:\n\t"
-		"cmpl %%fs:%c[id](%[rs]), %[cpu]\n\t"
-		"jne 8f\n\t"
-		"movq (%[addr]), %[tmp]\n\t"
-		"movl %k[tmp], %k[sel]\n\t"
-		"andl $1, %k[sel]\n\t"
-		"movq 8(%[addr],%[sel],8), %[boff]\n\t"
-		"addq %[sv], %[boff]\n\t"
-		"xorl $1, %k[sel]\n\t"
-		"movq %[boff], 8(%[addr],%[sel],8)\n\t" /* repeatable */
-		"leaq (%[tmp],%[n],2), %[tmp]\n\t"
-		"xorq $1, %[tmp]\n\t"
-		"movq %[tmp], (%[addr])\n\t" /* commit 2 */
-		"12:\n\t"
-		"movl $2, %k[addr]\n\t"
-		"jmp 5f\n\t"
+		"cmpl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
+		"jne 7f\n\t"
+		"movq (%q[a]), %q[d]\n\t"
+		"movq %q[d], %q[s]\n\t"
+		"shrq $63, %q[s]\n\t"
+		"movq 8(%q[a],%q[s],8), %q[t]\n\t"
+		"addq %[sv], %q[t]\n\t"
+		"xorl $1, %k[s]\n\t"
+		"movq %q[t], 8(%q[a],%q[s],8)\n\t" /* repeatable */
+		TALLY__HIST_HOOK_S2
+		"addq %[dn], %q[d]\n\t"
+		"movq %q[d], (%q[a])\n\t" /* commit 2 */
+		"12:\n\t" TALLY__RSEQ_CLEAR
+		".subsection 1\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long %c[sig]\n\t"
 		"4:\n\t"
@@ -148,45 +200,65 @@ TALLY__INLINE int tally__hist_rseq_record(const struct tally__pcpu *p, size_t bo
 		".long %c[sig]\n\t"
 		"14:\n\t"
 		"jmp 10b\n\t"
-		"6:\n\t"
-		"movl $0, %k[addr]\n\t"
-		"jmp 5f\n\t"
-		"8:\n\t" /* migrated before section 2: boff may hold a sum; */
-		"movl %k[n], %k[boff]\n\t" /* the half did not wrap */
-		"7:\n\t"
-		"movl $1, %k[addr]\n\t"
-		"5:\n\t"
-		"movq $0, %%fs:%c[cs](%[rs])\n\t"
-		: [cpu] "=&r"(cpu), [addr] "=&r"(addr), [tmp] "=&r"(tmp), [sel] "=&r"(sel),
-		  [boff] "+r"(boff)
+		"5:\n\t" TALLY__RSEQ_CLEAR
+		"jmp %l[nothing]\n\t"
+		"6:\n\t" TALLY__RSEQ_CLEAR
+		"jmp %l[wrapped]\n\t"
+		"7:\n\t" TALLY__RSEQ_CLEAR
+		"jmp %l[half]\n\t"
+		".previous\n\t"
+		: [cpu] "=&r"(cpu), [a] "=&r"(a), [t] "=&r"(t), [d] "=&r"(d), [s] "=&r"(s)
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
-		  [start] "i"(offsetof(struct rseq, cpu_id_start)),
-		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] "rm"(p->nr),
-		  [stride] "rm"((size_t)1 << p->shift), [base] "rm"(p->base), [kb] "r"(kb), [n] "r"(n),
-		  [sv] "r"(sv), [sig] "i"(RSEQ_SIG)
-		: "memory", "cc");
-	*nv = (uint32_t)boff;
-	return (int)addr;
-}
+		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] TALLY__RSEQ_RM(p->nr),
+		  [shift] "c"(p->shift), [base] TALLY__RSEQ_RM(p->base), [off] "r"(off),
+		  [kb] "r"(kb), [n] "ri"(n), [sv] "r"(sv), [dn] "r"(dn), [sig] "i"(RSEQ_SIG)
+		: "memory", "cc"
+		: nothing, half, wrapped);
+	return;
+nothing:
+	tally__hist_record_slow(h, off, n, sv, TALLY__HIST_NOTHING);
+	return;
+half:
+	tally__hist_record_slow(h, off, n, sv, TALLY__HIST_HALF);
+	return;
+wrapped:
+	tally__hist_record_slow(h, off, n, sv, TALLY__HIST_WRAPPED);
+#else
+	tally__hist_record_atomic(h, off, n, sv, TALLY__HIST_NOTHING);
 #endif
+}
 
-/* A record's adds: n (1..UINT32_MAX) observations in bucket position j,
- * their values' sum sv (modulo 2^64). */
-TALLY__INLINE void tally__hist_add(struct tally_hist *h, unsigned j, uint32_t n, uint64_t sv)
+/* A record of a value outside the fast window (hist/layout.h), or of a
+ * negative one: out of line. */
+TALLY__COLD int tally__hist_record_other(struct tally_hist *h, int64_t v, uint32_t n)
 {
 	/* Relaxed: which bank a record lands in does not matter for its
 	 * exactness, only for how soon a cut finds the old bank quiet. */
-	unsigned k = tally__load(&h->tally__active);
-#if TALLY__HAVE_RSEQ
-	uint32_t nv = 0;
-	int stage = tally__hist_rseq_record(&h->tally__pcpu, tally__hist_half_off(j, k),
-					    (size_t)TALLY__HIST_BANK_BYTES * k, n, sv, &nv);
-	if (tally__likely(stage == 2))
-		return;
-	tally__hist_record_slow(h, j, k, n, sv, stage, nv);
-#else
-	tally__hist_record_atomic(h, j, k, n, sv, 0, 0);
-#endif
+	unsigned act = tally__load(&h->tally__act);
+	if (tally__bad(v < 0))
+		return -EINVAL;
+	tally__hist_add(h,
+			tally__hist_half_off(tally__hist_pos_slow(&h->tally__l, (uint64_t)v),
+					     tally__hist_bank(act)),
+			n, (uint64_t)v * n);
+	return 0;
+}
+
+/*
+ * tally_hist_record_n()'s body, n in 1..UINT32_MAX. In the fast window
+ * (hist/layout.h) the half's offset is act + 8 r, r the value's place in
+ * the window: act holds the window's first half in the active bank.
+ */
+TALLY__INLINE int tally__hist_record(struct tally_hist *h, int64_t v, uint32_t n)
+{
+	const struct tally__hist_layout *l = &h->tally__l;
+	uint64_t r = tally__hist_fast_bits(v, l->fast_shift) - l->fast_lo;
+	unsigned act;
+	if (tally__unlikely(r >= l->fast_n))
+		return tally__hist_record_other(h, v, n);
+	act = tally__load(&h->tally__act); /* relaxed: as above */
+	tally__hist_add(h, act + 8u * (size_t)r, n, (uint64_t)v * n);
+	return 0;
 }
 
 #endif /* TALLY_HIST_RECORD_H */

@@ -86,7 +86,7 @@ int main(void)
 	 * one thread's records */
 	for (unsigned sl = 0; sl < SLOTS; sl++) {
 		const uint64_t *r = (const uint64_t *)tally__pcpu_at(&h.tally__pcpu, sl, 0);
-		uint64_t done = r[0] + r[3];
+		uint64_t done = r[0] + r[TALLY__HIST_BANK_BYTES / 8u];
 		CHECK(done == PER_THREAD, "slot %u holds %llu records", sl, (unsigned long long)done);
 	}
 	tally_hist_snap_destroy(&s);
