@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/memory.sh - what a counter, a vector item and a group cost per CPU
+# bench/memory.sh - what a counter, a vector item, a group and a histogram cost per CPU
 # slot, measured at 2 (or this machine's), 64 and 256 slots: builds
 # tests/plain/memory.c in Release (no sanitizer) with TALLY_CPU_SLOTS=N,
 # once as this machine runs it (every CPU here adds to each object) and

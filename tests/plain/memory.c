@@ -1,8 +1,11 @@
 /*
- * memory.c - what a counter, a vector item and a group cost per CPU slot,
- * measured, against the promise: a counter at most 16 bytes per CPU slot
- * (the shared one included) plus a small constant, resident after every
- * CPU has added to it; a group's per-CPU words only where a CPU updated it.
+ * memory.c - what a counter, a vector item, a group and a histogram cost
+ * per CPU slot, measured, against the promise: a counter at most 16 bytes
+ * per CPU slot (the shared one included) plus a small constant, resident
+ * after every CPU has added to it; a group's per-CPU words only where a
+ * CPU updated it; a histogram's 8 bytes per bucket only on the CPUs that
+ * recorded (the pages their records touched: every bucket, or a server's
+ * spread of latencies, exponential with mean 50 us).
  *
  * Every CPU this thread may run on (default mode: pinned to each in turn)
  * or every slot (TALLY_PCPU_MODE 3: one thread per slot) adds to every
@@ -33,7 +36,9 @@
 #endif
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <math.h>
 #include <tally/counter.h>
+#include <tally/hist.h>
 #include <tally/rstat.h>
 #include <tally/vec.h>
 #include <unistd.h>
@@ -42,11 +47,15 @@
 #define NITEMS 4096
 #define NGROUPS 256
 #define GROUP_ITEMS 8
+#define NHISTS 4
+#define NLATENCIES 1024
 
 static struct tally_counter counters[NCOUNTERS];
 static struct tally_vec vec;
 static struct tally_tree *tree;
 static struct tally_group *groups[NGROUPS];
+static struct tally_hist hists[NHISTS];
+static int64_t latencies[NLATENCIES];
 
 /* Resident bytes of every chunk of this unit's arenas (mincore). Headers
  * without the arena (per-object heap blocks): -1, and the check reads the
@@ -126,7 +135,7 @@ static struct snap snap(void)
 }
 
 /* ---- who adds: every CPU here, or every slot ------------------------------------ */
-enum what { COUNTERS, VEC, GROUPS };
+enum what { COUNTERS, VEC, GROUPS, HIST_ALL, HIST_SERVER };
 
 static void add_all(enum what w)
 {
@@ -145,6 +154,23 @@ static void add_all(enum what w)
 			unsigned k;
 			for (k = 0; k < GROUP_ITEMS; k++)
 				tally_group_mod(groups[i], k, 1);
+		}
+		break;
+	case HIST_ALL: /* every bucket of the range once */
+		for (i = 0; i < NHISTS; i++) {
+			unsigned j;
+			for (j = 1; j + 1 < tally_hist_buckets(&hists[i]); j++) {
+				uint64_t lo, hi;
+				tally__hist_pos_range(&hists[i].tally__l, j, &lo, &hi);
+				tally_hist_record(&hists[i], (int64_t)lo);
+			}
+		}
+		break;
+	case HIST_SERVER:
+		for (i = 0; i < NHISTS; i++) {
+			unsigned j;
+			for (j = 0; j < NLATENCIES; j++)
+				tally_hist_record(&hists[i], latencies[j]);
 		}
 		break;
 	}
@@ -284,9 +310,57 @@ static void groups_phase(void)
 	tally_tree_destroy(tree);
 }
 
+/* Histograms (default range and precision): per CPU slot that recorded,
+ * at most the pages holding its 8 bytes per bucket and the bank records
+ * (one page more for where the object starts in its region). */
+static void hist_phase(enum what w, const char *kind)
+{
+	struct snap a, b;
+	unsigned touched, i;
+	double page = (double)sysconf(_SC_PAGESIZE), bytes;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (i = 0; i < NLATENCIES; i++) {
+		double u;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+		latencies[i] = 1 + (int64_t)(-log(u) * 50000.0);
+	}
+	a = snap();
+	for (i = 0; i < NHISTS; i++)
+		CHECK_EQ(tally_hist_init(&hists[i], NULL), 0);
+	touched = touch(w);
+	b = snap();
+	bytes = (double)TALLY__HIST_BUCKETS_OFF + 8.0 * tally_hist_buckets(&hists[0]);
+	report(kind, NHISTS, touched, a, b, sizeof(struct tally_hist), 0,
+	       ((double)(size_t)((bytes + page - 1) / page) + 1.0) * page * touched +
+		       (double)sizeof(struct tally_hist));
+	for (i = 0; i < NHISTS; i++) {
+		struct tally_hist_snap s;
+		CHECK_EQ(tally_hist_snap_init(&s, &hists[i]), 0);
+		CHECK_EQ(tally_hist_snapshot(&hists[i], &s), 0);
+		CHECK_EQ(s.count, (uint64_t)touched * (w == HIST_ALL ? tally_hist_buckets(&hists[i]) - 2u
+								    : NLATENCIES));
+		tally_hist_snap_destroy(&s);
+		tally_hist_destroy(&hists[i]);
+	}
+}
+
+static void hist_all_phase(void)
+{
+	hist_phase(HIST_ALL, "hist_all_buckets");
+}
+
+static void hist_server_phase(void)
+{
+	hist_phase(HIST_SERVER, "hist_latencies");
+}
+
 int main(void)
 {
-	void (*phase[])(void) = {counters_phase, vec_phase, groups_phase};
+	void (*phase[])(void) = {counters_phase, vec_phase, groups_phase, hist_all_phase,
+				 hist_server_phase};
 	unsigned k;
 	for (k = 0; k < sizeof(phase) / sizeof(phase[0]); k++) {
 		int status = 0;
