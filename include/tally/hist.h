@@ -33,14 +33,19 @@
  * histogram_quantile() does): the error is the bucket's width.
  *
  * Memory: per CPU slot 8 bytes per bucket (a 32-bit count for each of two
- * banks) and 48 bytes, from tally__pcpu_alloc(); the default layout has
- * 4,563 buckets (36.5 KB per CPU slot); p = 10 over the same range,
- * HdrHistogram's 3 significant digits, has 33,422.
+ * banks) and 64 bytes, in the per-CPU arena's demand-zero pages: only the
+ * pages a CPU's records touched are resident. The default layout has
+ * 4,563 buckets (36.6 KB per CPU slot at most; a server's latencies touch
+ * about 16 KB of it); p = 10 over the same range, HdrHistogram's 3
+ * significant digits, has 33,422 (267 KB). Beside it, per histogram, 32
+ * bytes per bucket of carries, reset baseline and the cut's scratch.
  *
  * Record: the bucket's count in the active bank, then the bank's sum and
  * done count, on the current CPU's words: on x86_64 with rseq two
- * restartable sections with one CPU lookup (the sum and done committed by
- * one store); elsewhere three relaxed/release atomic RMWs. No shared line is written, except once every
+ * restartable sections (the counter add's form, tally/rseq.h; the sum and
+ * done committed by one store); elsewhere three relaxed/release atomic
+ * RMWs. The bucket of a value from 2^p up is read off its double's bits
+ * (hist/layout.h). No shared line is written, except once every
  * 2^32 records of one bucket on one CPU (a carry). The count is derived
  * from the buckets (count == sum of counts in every snapshot), and the sum
  * is exact (modulo 2^64) and in the same cut: see tally/hist/cut.h for

@@ -6,9 +6,9 @@
  *
  * x86_64 with rseq: one asm block of two restartable sections on glibc's
  * registered rseq area, in tally__rseq_add()'s form (tally/rseq.h: one
- * compare of cpu_id covers "not registered" and "past the slots", a
- * shift, asm goto to out-of-line exits, rseq_cs left set where
- * TALLY__RSEQ_CLEAR says so):
+ * test of cpu_id, TALLY__RSEQ_CPU_CHECK, covers "not registered" and
+ * "past the slots", a shift, asm goto to out-of-line exits, rseq_cs left
+ * set where TALLY__RSEQ_CLEAR says so):
  *   section 1: on the current CPU c, half += n (32-bit): the commit. A
  *              carry out of the add (the half wrapped) leaves the asm: the
  *              carry must land before done, so C does carry, sum and done.
@@ -117,8 +117,9 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
  * fields and of __rseq_offset aside, which the compiler hoists or folds
  * into operands where it can):
  *   lea desc; mov -> rseq_cs         arm section 1
- *   mov cpu_id; cmp nr; jae          which slot; unregistered or past the
- *                                    slots: leave (as tally__rseq_add())
+ *   mov cpu_id; test; js             which slot; unregistered (or, with
+ *                                    TALLY_CPU_SLOTS, cmp nr; jae: past
+ *                                    the slots): leave (tally__rseq_add())
  *   mov; shl; add base               the slot's chunk (the CPU number is
  *                                    kept for section 2's check)
  *   mov; add; mov                    the half; the commit
@@ -130,9 +131,17 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
  *   mov done; mov; shr $63           d, and its parity s
  *   mov; add; xor; mov               sum[s ^ 1] = sum[s] + sv
  *   add; mov                         done = d + n + 2^63: the commit
- * 24 instructions: 7 loads (cpu_id twice, nr, base, the half, done, a
- * sum) and 5 stores (rseq_cs twice, the half, a sum, done);
- * TALLY_RSEQ_CLEAR_CS adds a store.
+ * 26 instructions: 6 loads (cpu_id twice, base, the half, done, a sum;
+ * nr too with TALLY_CPU_SLOTS) and 5 stores (rseq_cs twice, the half, a
+ * sum, done);
+ * TALLY_RSEQ_CLEAR_CS adds a store. Before them (tally__hist_record()):
+ * the value's bucket (pxor; cvtsi2sd; movq; a load of the shift; shr),
+ * the window check (sub; cmp; jae), the active bank word (a load; lea
+ * for the half's offset; and for 4 k) and the loads of the chunk's shift
+ * and __rseq_offset: 15 more with tally_hist_record()'s NULL test, 41 in
+ * all (gcc 12 -O2, in a loop). The two sections are the price of the
+ * exact sum: a section commits only its last store, and the half and the
+ * bank's record are two words.
  */
 TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n, uint64_t sv)
 {
@@ -142,7 +151,8 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 	uint64_t dn = (uint64_t)n + ((uint64_t)1 << 63);
 	uintptr_t a;
 	uint64_t t, d, s;
-	unsigned cpu;
+	unsigned cpu, nr = p->nr;
+	(void)nr; /* read by the section only with TALLY_CPU_SLOTS */
 	__asm__ __volatile__ goto(
 		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
 		".balign 32\n\t"
@@ -160,8 +170,7 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 		"movq %q[a], %%fs:%c[cs](%[rs])\n\t"
 		"1:\n\t"
 		"movl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
-		"cmpl %[nr], %k[cpu]\n\t"
-		"jae 5f\n\t"
+		TALLY__RSEQ_CPU_CHECK("%k[cpu]", "5f")
 		"movl %k[cpu], %k[a]\n\t"
 		"shlq %%cl, %q[a]\n\t"
 		"addq %[base], %q[a]\n\t"
@@ -209,7 +218,7 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 		".previous\n\t"
 		: [cpu] "=&r"(cpu), [a] "=&r"(a), [t] "=&r"(t), [d] "=&r"(d), [s] "=&r"(s)
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
-		  [id] "i"(offsetof(struct rseq, cpu_id)), [nr] TALLY__RSEQ_RM(p->nr),
+		  [id] "i"(offsetof(struct rseq, cpu_id)), TALLY__RSEQ_NR(nr),
 		  [shift] "c"(p->shift), [base] TALLY__RSEQ_RM(p->base), [off] "r"(off),
 		  [kb] "r"(kb), [n] "ri"(n), [sv] "r"(sv), [dn] "r"(dn), [sig] "i"(RSEQ_SIG)
 		: "memory", "cc"
