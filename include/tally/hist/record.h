@@ -16,7 +16,8 @@
  *              d = done and s = d >> 63, sum[s ^ 1] = sum[s] + v n
  *              (repeatable), then done = d + n + 2^63, the commit (the
  *              count gains n, the parity bit flips).
- * An abort restarts only its own section (which re-checks the CPU). A
+ * Each commit is one add to memory (an interruption finds it done or not
+ * begun). An abort restarts only its own section (which re-checks the CPU). A
  * thread that left c between the sections, or could not start, finishes
  * with atomic RMWs on the shared slot (below). Every inlined copy carries
  * its own two descriptors in __tally_rseq_cs, as tally__rseq_add() does.
@@ -122,7 +123,9 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
  *                                    the slots): leave (tally__rseq_add())
  *   mov; shl; add base               the slot's chunk (the CPU number is
  *                                    kept for section 2's check)
- *   mov; add; mov                    the half; the commit
+ *   add to memory                    the half += n: the commit (one
+ *                                    instruction: an interruption finds
+ *                                    it done or not begun)
  *   jc                               its carry flag: a wrap leaves
  *   lea                              the bank's record, chunk + 32 k
  *   lea desc; mov -> rseq_cs         arm section 2
@@ -130,16 +133,16 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
  *                                    slot, in C)
  *   mov done; mov; shr $63           d, and its parity s
  *   mov; add; xor; mov               sum[s ^ 1] = sum[s] + sv
- *   add; mov                         done = d + n + 2^63: the commit
- * 26 instructions: 6 loads (cpu_id twice, base, the half, done, a sum;
- * nr too with TALLY_CPU_SLOTS) and 5 stores (rseq_cs twice, the half, a
- * sum, done);
+ *   add to memory                    done += n + 2^63: the commit
+ * 23 instructions: 6 loads (cpu_id twice, base, the half, done, a sum;
+ * nr too with TALLY_CPU_SLOTS; the half and done by their adds) and 5
+ * stores (rseq_cs twice, the half, a sum, done);
  * TALLY_RSEQ_CLEAR_CS adds a store. Before them (tally__hist_record()):
  * the value's bucket (pxor; cvtsi2sd; movq; a load of the shift; shr),
  * the window check (sub; cmp; jae), the active bank word (a load; lea
  * for the half's offset; and for 4 k) and the loads of the chunk's shift
  * and __rseq_offset: 13 more, with 6 loads; tally_hist_record()'s NULL
- * test adds 2 where a loop does not hoist it: 39 to 41 in all (gcc 12
+ * test adds 2 where a loop does not hoist it: 36 to 38 in all (gcc 12
  * -O2), against about 90 before this form. The two sections are the price of the
  * exact sum: a section commits only its last store, and the half and the
  * bank's record are two words.
@@ -175,10 +178,8 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 		"movl %k[cpu], %k[a]\n\t"
 		"shlq %%cl, %q[a]\n\t"
 		"addq %[base], %q[a]\n\t"
-		"movl (%q[a],%[off]), %k[t]\n\t"
 		TALLY__HIST_HOOK_S1
-		"addl %k[n], %k[t]\n\t"
-		"movl %k[t], (%q[a],%[off])\n\t" /* commit 1 */
+		"addl %k[n], (%q[a],%[off])\n\t" /* commit 1 */
 		"2:\n\t"
 		"jc 6f\n\t" /* wrapped: the carry goes before sum and done */
 		TALLY__HIST_HOOK_BETWEEN
@@ -190,7 +191,7 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 		"11:\n\t"
 		"cmpl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
 		"jne 7f\n\t"
-		"movq (%q[a]), %q[d]\n\t"
+		"movq (%q[a]), %q[d]\n\t" /* d: its parity picks the sum */
 		"movq %q[d], %q[s]\n\t"
 		"shrq $63, %q[s]\n\t"
 		"movq 8(%q[a],%q[s],8), %q[t]\n\t"
@@ -198,8 +199,7 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 		"xorl $1, %k[s]\n\t"
 		"movq %q[t], 8(%q[a],%q[s],8)\n\t" /* repeatable */
 		TALLY__HIST_HOOK_S2
-		"addq %[dn], %q[d]\n\t"
-		"movq %q[d], (%q[a])\n\t" /* commit 2 */
+		"addq %[dn], (%q[a])\n\t" /* commit 2 */
 		"12:\n\t" TALLY__RSEQ_CLEAR
 		".subsection 1\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
