@@ -7,7 +7,8 @@
 #            clang --target=<triple> with Debian's cross C library
 #            (libc6-dev-<arch>-cross), run under qemu-user
 #            (CMAKE_CROSSCOMPILING_EMULATOR): the plain and stress programs
-#            (both update paths) and the examples' tests. liburcu for rstat.h
+#            (once: with no rseq path here the default build is the
+#            atomic one) and the examples' tests. liburcu for rstat.h
 #            comes from Debian's .debs for that architecture, unpacked into a
 #            sysroot under the build root; Debian 12 has none for riscv64,
 #            so rstat.h and the examples that need it are left out there.
