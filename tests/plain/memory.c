@@ -15,7 +15,9 @@
  *           bound
  *   struct  the caller-owned struct (counter)
  *   heap    heap growth (mallinfo2): the group's struct and item arrays, a
- *           vector's globals, the arena's chunk bookkeeping
+ *           vector's globals, the arena's chunk bookkeeping; checked with
+ *           the arena for counters (a counter tree's nodes are memory per
+ *           counter wherever they live)
  *   rss     VmRSS growth of the process (includes the struct, allocator
  *           and sanitizer overheads: a reading, not checked)
  *   vmdata  VmData growth: address space reserved (the arena's chunks)
@@ -225,22 +227,24 @@ static unsigned touch(enum what w)
 }
 #endif
 
+/* Prints the figures and checks arena + struct per object (+ heap, when
+ * with_heap and the arena is measured apart from the RSS) against limit
+ * (when > 0). */
 static void report(const char *kind, unsigned n, unsigned touched, struct snap a, struct snap b,
-		   size_t per_struct, long long bound, double limit)
+		   size_t per_struct, long long bound, double limit, int with_heap)
 {
 	double arena = NO_ARENA ? (double)(b.rss - a.rss) * 1024.0 / n - (double)per_struct
 				: (double)(b.arena - a.arena) / n;
-	unsigned slots = tally_cpu_slots() + 1u;
+	double heap = ((double)b.heap - (double)a.heap) / n;
+	double checked = arena + (double)per_struct + (with_heap && !NO_ARENA ? heap : 0.0);
 	printf("memory: slots=%u touched=%u kind=%s n=%u arena_per=%.1f struct_per=%zu "
 	       "heap_per=%.1f rss_per=%.1f vmdata_per=%.1f bound=%lld limit=%.0f\n",
-	       tally_cpu_slots(), touched, kind, n, arena, per_struct,
-	       ((double)b.heap - (double)a.heap) / n,
+	       tally_cpu_slots(), touched, kind, n, arena, per_struct, heap,
 	       (double)(b.rss - a.rss) * 1024.0 / n, (double)(b.data - a.data) * 1024.0 / n, bound,
 	       limit);
-	(void)slots;
 	if (limit > 0)
-		CHECK(arena + (double)per_struct <= limit, "%s: %.1f + %zu bytes per object > %.0f",
-		      kind, arena, per_struct, limit);
+		CHECK(checked <= limit, "%s: %.1f bytes per object (arena %.1f, struct %zu%s) > %.0f",
+		      kind, checked, arena, per_struct, with_heap ? ", heap" : "", limit);
 }
 
 /* Each measurement in a child of its own (fork()): every phase starts from
@@ -252,7 +256,8 @@ static void counters_phase(void)
 	unsigned touched, i, slots = tally_cpu_slots() + 1u;
 	long long bound;
 	/* Counters: at most 16 bytes per slot (shared one included) plus a
-	 * small constant: the struct and the shared count's word. */
+	 * small constant: the struct and the shared count's word; the heap
+	 * too (a tree's nodes), flat or tree (64 slots and more). */
 	a = snap();
 	for (i = 0; i < NCOUNTERS; i++)
 		CHECK_EQ(tally_counter_init(&counters[i], 0, 0), 0);
@@ -260,7 +265,7 @@ static void counters_phase(void)
 	b = snap();
 	bound = (long long)tally_counter_error_bound(&counters[0]);
 	report("counter", NCOUNTERS, touched, a, b, sizeof(struct tally_counter), bound,
-	       16.0 * slots + (double)sizeof(struct tally_counter) + 16.0);
+	       16.0 * slots + (double)sizeof(struct tally_counter) + 16.0, 1);
 	for (i = 0; i < NCOUNTERS; i++) {
 		CHECK_EQ(tally_counter_sum(&counters[i]), (tally_sword)touched);
 		tally_counter_destroy(&counters[i]);
@@ -277,7 +282,7 @@ static void vec_phase(void)
 	touched = touch(VEC);
 	b = snap();
 	report("vec_item", NITEMS, touched, a, b, 0, 0,
-	       2.0 * sizeof(tally_uword) * touched + 3.0 * sizeof(tally_uword) + 8.0);
+	       2.0 * sizeof(tally_uword) * touched + 3.0 * sizeof(tally_uword) + 8.0, 0);
 	CHECK_EQ(tally_vec_read_exact(&vec, 7), (tally_sword)touched);
 	tally_vec_destroy(&vec);
 }
@@ -303,7 +308,7 @@ static void groups_phase(void)
 		double words = (double)NGROUPS * (sizeof(struct tally__rstat_cpu) +
 						  2.0 * sizeof(tally_uword) * GROUP_ITEMS);
 		double per_slot = ((double)(size_t)((words + page - 1) / page) + 1.0) * page + page;
-		report("group", NGROUPS, touched, a, b, 0, 0, per_slot * touched / NGROUPS);
+		report("group", NGROUPS, touched, a, b, 0, 0, per_slot * touched / NGROUPS, 0);
 	}
 	tally_group_flush_force(tally_tree_root(tree));
 	CHECK_EQ(tally_group_read(tally_tree_root(tree), 3), (tally_sword)(touched * NGROUPS));
