@@ -107,7 +107,9 @@ extern "C" {
  * + everything folded) in the shared arena, among other counts, which
  * folds on every CPU add to. So an add touches one line that only its CPU
  * writes, a fold from elsewhere never evicts it, and a counter costs
- * 16 bytes per slot plus one shared word.
+ * 16 bytes per slot plus one shared word. A counter tree has no bases:
+ * its shared word is the top, and its nodes are in the node arena
+ * (tally/counter/tree.h).
  */
 
 /** A per-CPU counter (percpu_counter): see the top of this file.
@@ -126,7 +128,7 @@ struct tally_counter {
 	tally_uword tally__adj;     /* tree: fold_all's correction of read (flat: 0) */
 	struct tally__pcpu tally__pcpu;   /* per slot: w, never reset */
 	struct tally__pcpu tally__bases;  /* flat: per slot: base, w up to the last fold; CAS only */
-	struct tally__pcpu tally__shared; /* flat: one word: the shared count */
+	struct tally__pcpu tally__shared; /* one word: the shared count, or the tree's top */
 	struct tally__counter_tree tally__tree; /* levels 0: a flat counter */
 	unsigned tally__setting; /* set/reset lock: 1 while one runs */
 };
@@ -202,8 +204,10 @@ static inline tally_sword tally_counter_max_batch(void)
  * corrects read by a clamped amount (the residues stay in the words).
  * batch: 1.. (rounded up to a power of two; refused when the top's unit
  * or the bound would not fit a tally_sword), or 0 for
- * TALLY_COUNTER_TREE_BATCH. Memory: the per-CPU words, plus one
- * TALLY_CACHELINE per node (37 at 256 slots: 4,736 bytes).
+ * TALLY_COUNTER_TREE_BATCH. Memory: the per-CPU words and the shared
+ * count (the top), plus a word per node level in the region of every
+ * eighth slot, resident only where a CPU carried into it (at 256 slots:
+ * 16 bytes in each of 32 regions, 512 bytes once every CPU carried).
  * Returns 0, -EINVAL (NULL c, batch out of range; c untouched) or -ENOMEM.
  * Not concurrent with any other call on c.
  */
@@ -212,28 +216,29 @@ static inline int tally_counter_init_tree(struct tally_counter *c, tally_sword i
 {
 	struct tally__counter_tree t;
 	tally_sword bound;
-	size_t bytes;
 	int err;
 	if (tally__bad(!c || batch < 0 || batch > TALLY_SWORD_MAX / 2))
 		return -EINVAL;
 	batch = batch ? tally__pow2_ceil(batch) : TALLY_COUNTER_TREE_BATCH;
 	if (tally__bad(tally__tree_layout(&t, tally__nr_cpu_slots(), batch, &bound) != 0))
 		return -EINVAL;
-	bytes = (size_t)tally__tree_nodes(&t) * TALLY__TREE_STRIDE * sizeof(tally_uword);
-	t.nodes = (tally_uword *)aligned_alloc(TALLY_CACHELINE, bytes);
-	if (!t.nodes)
-		return -ENOMEM;
-	memset(t.nodes, 0, bytes);
 	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(tally_uword)); /* w only */
+	if (err)
+		return err;
+	err = tally__pcpu_alloc_kind(&t.nodes, t.levels * sizeof(tally_uword), TALLY__ARENA_NODES);
+	if (!err)
+		err = tally__pcpu_alloc_kind(&c->tally__shared, sizeof(tally_uword),
+					     TALLY__ARENA_SHARED); /* the top */
 	if (err) {
-		free(t.nodes);
+		tally__pcpu_free(&t.nodes);
+		tally__pcpu_free(&c->tally__pcpu);
 		return err;
 	}
-	memset(&c->tally__bases, 0, sizeof(c->tally__bases));   /* flat only */
-	memset(&c->tally__shared, 0, sizeof(c->tally__shared));
+	memset(&c->tally__bases, 0, sizeof(c->tally__bases)); /* flat only */
 	c->tally__tree = t;
-	c->tally__top = tally__tree_top(&c->tally__tree);
-	*c->tally__top = (tally_uword)initial;
+	c->tally__top = tally__counter_count(c);
+	if (initial) /* else leave the shared arena's page untouched */
+		*c->tally__top = (tally_uword)initial;
 	c->tally__initial = (tally_uword)initial;
 	c->tally__setting = 0;
 	c->tally__batch = batch;
@@ -306,8 +311,7 @@ static inline void tally_counter_destroy(struct tally_counter *c)
 	tally__pcpu_free(&c->tally__pcpu);
 	tally__pcpu_free(&c->tally__bases);
 	tally__pcpu_free(&c->tally__shared);
-	free(c->tally__tree.nodes);
-	c->tally__tree.nodes = NULL;
+	tally__pcpu_free(&c->tally__tree.nodes);
 }
 
 /*
@@ -331,7 +335,7 @@ TALLY__COLD void tally__counter_carried(struct tally_counter *c, unsigned s, tal
 					tally_uword delta)
 {
 	if (c->tally__tree.levels)
-		tally__tree_carry(&c->tally__tree, s, c->tally__pcpu.nr, nv, delta, ~c->tally__low);
+		tally__tree_carry(&c->tally__tree, c->tally__top, s, nv, delta, ~c->tally__low);
 	else
 		tally__counter_fold_slot(c, s, c->tally__batch);
 }

@@ -137,6 +137,15 @@ static struct snap snap(void)
 }
 
 /* ---- who adds: every CPU here, or every slot ------------------------------------ */
+
+/* What each CPU adds to a counter: enough to write everything an add can,
+ * the worst case (a flat counter's add folds, writing its base; a tree's
+ * carries through every node level to the top). */
+static tally_sword counter_delta(const struct tally_counter *c)
+{
+	return tally_counter_batch(c) << (TALLY__TREE_SHIFT * c->tally__tree.levels);
+}
+
 enum what { COUNTERS, VEC, GROUPS, HIST_ALL, HIST_SERVER };
 
 static void add_all(enum what w)
@@ -145,7 +154,7 @@ static void add_all(enum what w)
 	switch (w) {
 	case COUNTERS:
 		for (i = 0; i < NCOUNTERS; i++)
-			tally_counter_add(&counters[i], 1);
+			tally_counter_add(&counters[i], counter_delta(&counters[i]));
 		break;
 	case VEC:
 		for (i = 0; i < NITEMS; i++)
@@ -267,7 +276,8 @@ static void counters_phase(void)
 	report("counter", NCOUNTERS, touched, a, b, sizeof(struct tally_counter), bound,
 	       16.0 * slots + (double)sizeof(struct tally_counter) + 16.0, 1);
 	for (i = 0; i < NCOUNTERS; i++) {
-		CHECK_EQ(tally_counter_sum(&counters[i]), (tally_sword)touched);
+		CHECK_EQ(tally_counter_sum(&counters[i]),
+			 (tally_sword)touched * counter_delta(&counters[i]));
 		tally_counter_destroy(&counters[i]);
 	}
 }
@@ -340,7 +350,8 @@ static void hist_phase(enum what w, const char *kind)
 	bytes = (double)TALLY__HIST_BUCKETS_OFF + 8.0 * tally_hist_buckets(&hists[0]);
 	report(kind, NHISTS, touched, a, b, sizeof(struct tally_hist), 0,
 	       ((double)(size_t)((bytes + page - 1) / page) + 1.0) * page * touched +
-		       (double)sizeof(struct tally_hist));
+		       (double)sizeof(struct tally_hist),
+	       0);
 	for (i = 0; i < NHISTS; i++) {
 		struct tally_hist_snap s;
 		CHECK_EQ(tally_hist_snap_init(&s, &hists[i]), 0);

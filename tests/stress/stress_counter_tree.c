@@ -115,13 +115,13 @@ static tally_uword check_nodes(struct tally_counter *c)
 		if (l == 0)
 			out[0] += tally__load(tally__counter_w(c, nr)) & mask;
 		for (i = 0; i < m; i++)
-			CHECK_EQ(tally__load(tally__tree_node(t, t->first[l] + i)), out[i]);
+			CHECK_EQ(tally__load(tally__tree_node(t, l, i)), out[i]);
 		mask <<= TALLY__TREE_SHIFT;
 		n = m;
 	}
 	for (i = 0; i < n; i++)
 		top += lvl[t->levels & 1][i] & mask;
-	CHECK_EQ(tally__load(tally__tree_top(t)), top);
+	CHECK_EQ(tally__load(c->tally__top), top);
 	return top;
 }
 
@@ -209,7 +209,7 @@ int main(void)
 	{
 		/* Unit adds carry one unit of each level at a time: the top
 		 * moved by levels_unit per write. */
-		tally_uword top = tally__load(tally__tree_top(&tree.tally__tree));
+		tally_uword top = tally__load(tree.tally__top);
 		long long writes = (long long)(top / U(levels_unit));
 		CHECK_EQ(top % U(levels_unit), 0);
 		CHECK(writes <= units / levels_unit, "%lld top writes for %lld adds", writes,

@@ -6,11 +6,34 @@
  * large many-core systems"), under tally_counter's per-CPU words.
  *
  * Level 0 is the counter's per-CPU words w (never reset), batch b = 2^k.
- * Above them, levels of shared node words, one cache line each: CPU slot
- * s's level-1 node is s >> 3 (eight CPUs share a line; the shared slot
- * joins node 0), a level-l node's parent is its index >> 3, up to the
- * first level with at most eight nodes, whose parent is the top word.
- * Level l carries in units of b_l = b * 8^l (b_0 = b).
+ * Above them, levels of shared node words: CPU slot s's level-1 node is
+ * s >> 3 (eight CPUs share a node; the shared slot joins node 0), a
+ * level-l node's parent is its index >> 3, up to the first level with at
+ * most eight nodes, whose parent is the top word (the counter's shared
+ * count). Level l carries in units of b_l = b * 8^l (b_0 = b).
+ *
+ * Where the nodes are: in the per-CPU arena's node arena
+ * (TALLY__ARENA_NODES, tally/pcpu/arena.h), one object of a word per node
+ * level in every region, and node k of level l (l = 1..levels) in the
+ * region of the first slot it covers, k << 3l, at word l - 1. So a node
+ * costs memory only once a CPU carried into it (demand-zero pages: a
+ * region's page is resident only where some CPU wrote it), and at 256
+ * slots the nodes take 16 bytes in each of 32 regions (512 bytes when
+ * every CPU carried; the words of regions not a multiple of 64 at level 2
+ * are never written) instead of a cache line each. The node words of
+ * many counters pack into the lines of one region, and so does one
+ * counter's levels in regions that are multiples of 64. A line there is
+ * written only by the CPUs of its nodes' spans (8 at level 1, 64 at level
+ * 2, ... all starting at the region's slot) and only when they carry: as
+ * many node writes as with a line per node (at most U / b + U / 8b + ...
+ * < 8U / 7b for U units of one sign on a CPU), but writes to different
+ * counters' nodes, or to one counter's levels, can now meet on one line.
+ * That false sharing is among CPUs that share the node anyway, at the
+ * rate of carries, 1/b of the adds. A node word never shares a line with
+ * a CPU's own words (the hot arena) nor with the cold arena's bases and
+ * group slots (whose lines keep only their CPU's and fold_all's writes).
+ * Against that, a line per node cost 128 bytes for each node of every
+ * counter, resident from init: 4,736 bytes at 256 slots.
  *
  * The carry rule: an add that moves a word v across a multiple of b_l,
  * from old to new (the value its own RMW returned: the rseq add, or the
@@ -58,13 +81,9 @@
 #define TALLY__TREE_SHIFT 3u
 #define TALLY__TREE_LEVELS 6u
 
-/* Words per node: one cache line each (no two nodes' writers share one). */
-#define TALLY__TREE_STRIDE (TALLY_CACHELINE / sizeof(tally_uword))
-
 struct tally__counter_tree {
-	tally_uword *nodes;                      /* every level's nodes, then the top */
-	unsigned levels;                         /* node levels (0: flat counter) */
-	unsigned first[TALLY__TREE_LEVELS + 1];  /* index of level l + 1's node 0; [levels]: top */
+	struct tally__pcpu nodes; /* node arena: a word per level in every region */
+	unsigned levels;          /* node levels (0: flat counter) */
 };
 
 /* Node levels for n CPU slots: up to the first level with <= 8 nodes. */
@@ -78,13 +97,13 @@ TALLY__INLINE unsigned tally__tree_levels(unsigned n)
 	return l;
 }
 
-/* Lay out t's nodes for n CPU slots and error bound E for batch b; the
- * nodes are allocated by the caller (tally__tree_nodes(t) of them). 0, or
- * -EINVAL when the top unit or E would not fit a tally_sword. */
+/* The levels of a tree for n CPU slots and its error bound E for batch b
+ * (t->nodes is allocated by the caller: t->levels words per region). 0,
+ * or -EINVAL when the top unit or E would not fit a tally_sword. */
 static inline int tally__tree_layout(struct tally__counter_tree *t, unsigned n, tally_sword b,
 				     tally_sword *bound)
 {
-	unsigned l, nodes = n, at = 0;
+	unsigned l, nodes = n;
 	tally_sword unit = b, e;
 	t->levels = tally__tree_levels(n);
 	/* E = 1 + (n + 1) * (b - 1) + sum of nodes_l * (b_l - b_(l-1)) */
@@ -93,8 +112,6 @@ static inline int tally__tree_layout(struct tally__counter_tree *t, unsigned n, 
 	e = 1 + ((tally_sword)n + 1) * (b - 1);
 	for (l = 0; l < t->levels; l++) {
 		nodes = (nodes + (1u << TALLY__TREE_SHIFT) - 1u) >> TALLY__TREE_SHIFT;
-		t->first[l] = at;
-		at += nodes;
 		if (unit > TALLY_SWORD_MAX / 8 / (tally_sword)nodes)
 			return -EINVAL;
 		e += (tally_sword)nodes * 7 * unit; /* b_l - b_(l-1) = 7 * b_(l-1) */
@@ -102,47 +119,38 @@ static inline int tally__tree_layout(struct tally__counter_tree *t, unsigned n, 
 			return -EINVAL;
 		unit *= 8;
 	}
-	t->first[t->levels] = at;
 	*bound = e;
 	return 0;
 }
 
-/* Nodes of t, the top included. */
-TALLY__INLINE unsigned tally__tree_nodes(const struct tally__counter_tree *t)
+/* Node k of node level l (0: the level above the CPU words): in the
+ * region of the first slot it covers, k << 3(l + 1), at word l. */
+TALLY__INLINE tally_uword *tally__tree_node(const struct tally__counter_tree *t, unsigned l,
+					    unsigned k)
 {
-	return t->first[t->levels] + 1u;
-}
-
-TALLY__INLINE tally_uword *tally__tree_node(const struct tally__counter_tree *t, unsigned i)
-{
-	return t->nodes + (size_t)i * TALLY__TREE_STRIDE;
-}
-
-/* The top word: the approximate sum (without the counter's initial). */
-TALLY__INLINE tally_uword *tally__tree_top(const struct tally__counter_tree *t)
-{
-	return tally__tree_node(t, t->first[t->levels]);
+	return (tally_uword *)tally__pcpu_at(&t->nodes, k << (TALLY__TREE_SHIFT * (l + 1u)),
+					     (size_t)l * sizeof(tally_uword));
 }
 
 /*
- * Pass the carry of an add on slot s (of nr CPU slots; s == nr is the
- * shared slot) that left its word at nv after adding d, with mask =
- * ~(b - 1), up the tree. Lock-free (one atomic add per level it reaches);
- * relaxed: each carry is computed from its own RMW's result.
+ * Pass the carry of an add on slot s (s == t->nodes.nr: the shared slot)
+ * that left its word at nv after adding d, with mask = ~(b - 1), up the
+ * tree to top. Lock-free (one atomic add per level it reaches); relaxed:
+ * each carry is computed from its own RMW's result.
  */
-static inline void tally__tree_carry(const struct tally__counter_tree *t, unsigned s,
-				     unsigned nr, tally_uword nv, tally_uword d, tally_uword mask)
+static inline void tally__tree_carry(const struct tally__counter_tree *t, tally_uword *top,
+				     unsigned s, tally_uword nv, tally_uword d, tally_uword mask)
 {
 	tally_uword carry = (nv & mask) - ((nv - d) & mask);
-	unsigned l, idx = s < nr ? s : 0u;
+	unsigned l, idx = s < t->nodes.nr ? s : 0u;
 	for (l = 0; l < t->levels && carry; l++) {
 		idx >>= TALLY__TREE_SHIFT;
-		nv = tally__add(tally__tree_node(t, t->first[l] + idx), carry);
+		nv = tally__add(tally__tree_node(t, l, idx), carry);
 		mask <<= TALLY__TREE_SHIFT;
 		carry = (nv & mask) - ((nv - carry) & mask);
 	}
 	if (carry)
-		tally__add(tally__tree_top(t), carry);
+		tally__add(top, carry);
 }
 
 #endif /* TALLY_COUNTER_TREE_H */

@@ -26,7 +26,7 @@
  * arena's locks are taken around fork() (pthread_atfork), so a child can
  * allocate even if another thread of the parent was allocating.
  *
- * Three arenas, by who writes the words, so that no line mixes a slot's
+ * Four arenas, by who writes the words, so that no line mixes a slot's
  * hot words with words other CPUs write:
  *   TALLY__ARENA_HOT     CPU slots + the shared slot: words written by the
  *                        slot's own CPU (rseq plain stores, or atomics on
@@ -42,6 +42,13 @@
  *                        that flushes write), the dirty records. A write
  *                        here never evicts a line that a counter's or a
  *                        vector's add needs.
+ *   TALLY__ARENA_NODES   CPU slots + the shared slot: a counter tree's
+ *                        node words (tally/counter/tree.h), each in the
+ *                        region of the first slot it covers, written with
+ *                        atomics by the CPUs of its span when they carry:
+ *                        lines of region r take writes from CPUs r, r + 1,
+ *                        ... of a node's span only, and a region no CPU
+ *                        carried into costs no page.
  *   TALLY__ARENA_SHARED  one region: words every CPU writes with atomics
  *                        (a counter's shared count), packed among
  *                        themselves, away from the heap and from per-CPU
@@ -59,7 +66,7 @@
  * the bits and zeroes the object in every region; an empty chunk other
  * than the arena's first is unmapped.
  *
- * Each translation unit has its own three arenas (a header-only library has
+ * Each translation unit has its own four arenas (a header-only library has
  * no process-wide storage of its own), created on first use and kept for
  * the life of the process; an object remembers its chunk and its chunk its
  * arena, so a destroy in another unit frees into the right one. The arena
@@ -104,7 +111,13 @@
 #  define TALLY__ARENA_MMAP 0
 #endif
 
-enum { TALLY__ARENA_HOT, TALLY__ARENA_COLD, TALLY__ARENA_SHARED, TALLY__ARENA_KINDS };
+enum {
+	TALLY__ARENA_HOT,
+	TALLY__ARENA_COLD,
+	TALLY__ARENA_NODES,
+	TALLY__ARENA_SHARED,
+	TALLY__ARENA_KINDS
+};
 
 /* Allocation unit and the alignment of objects of 16 bytes or more. */
 #define TALLY__ARENA_GRANULE 8u
