@@ -373,10 +373,87 @@ static void hist_server_phase(void)
 	hist_phase(HIST_SERVER, "hist_latencies");
 }
 
+#if !NO_ARENA && TALLY_PCPU_MODE == 3
+/* Resident bytes of region r of every chunk of this unit's node arena. */
+static size_t nodes_resident(unsigned r)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), total = 0;
+	struct tally__arena *a = tally__arena_get(TALLY__ARENA_NODES);
+	struct tally__arena_chunk *c;
+	pthread_mutex_lock(&a->lock);
+	for (c = a->chunks; c; c = c->next) {
+		size_t bytes = (size_t)1 << c->shift, n = bytes / page, i;
+		unsigned char *v = (unsigned char *)malloc(n);
+		CHECK(c->mapped && v && mincore(c->map + ((size_t)r << c->shift), bytes, v) == 0,
+		      "mincore");
+		for (i = 0; v && i < n; i++)
+			total += (v[i] & 1) ? page : 0;
+		free(v);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return total;
+}
+
+static void *last_slot_adds(void *arg)
+{
+	unsigned i;
+	(void)arg;
+	tally__thread_slot_set(tally_cpu_slots() - 1u);
+	for (i = 0; i < NCOUNTERS; i++)
+		tally_counter_add(&counters[i], counter_delta(&counters[i]));
+	return NULL;
+}
+
+/* A tree's nodes cost pages only in the regions of the nodes a CPU
+ * carried into: node k of level l in the region of its first slot. The
+ * last slot s carries to the top of every counter: resident node pages
+ * are then exactly in the regions s - s % 8^l, l = 1..levels, nowhere
+ * else (none before). */
+static void nodes_phase(void)
+{
+	unsigned i, r, l, levels, s = tally_cpu_slots() - 1u;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), most;
+	pthread_t t;
+	if (tally_cpu_slots() < TALLY_COUNTER_TREE_SLOTS)
+		return;
+	for (i = 0; i < NCOUNTERS; i++)
+		CHECK_EQ(tally_counter_init_tree(&counters[i], 0, 0), 0);
+	levels = counters[0].tally__tree.levels;
+	for (r = 0; r <= tally_cpu_slots(); r++)
+		CHECK_EQ(nodes_resident(r), 0);
+	CHECK_EQ(pthread_create(&t, NULL, last_slot_adds, NULL), 0);
+	pthread_join(t, NULL);
+	/* the pages of NCOUNTERS objects of a word per level, per region */
+	most = ((size_t)NCOUNTERS * levels * sizeof(tally_uword) + 2 * page - 1) / page * page;
+	for (r = 0; r <= tally_cpu_slots(); r++) {
+		int carried = 0;
+		for (l = 1; l <= levels; l++)
+			carried |= r == s - s % (1u << (TALLY__TREE_SHIFT * l));
+		if (carried)
+			CHECK(nodes_resident(r) > 0 && nodes_resident(r) <= most,
+			      "region %u: %zu bytes resident (at most %zu)", r, nodes_resident(r), most);
+		else
+			CHECK(nodes_resident(r) == 0, "region %u: %zu bytes resident, no carry", r,
+			      nodes_resident(r));
+	}
+	for (i = 0; i < NCOUNTERS; i++) {
+		CHECK_EQ(tally_counter_read(&counters[i]), counter_delta(&counters[i]));
+		tally_counter_destroy(&counters[i]);
+	}
+	printf("memory: slots=%u kind=tree_nodes levels=%u: slot %u's carries made node pages "
+	       "resident in %u regions only\n",
+	       tally_cpu_slots(), levels, s, levels);
+}
+#endif
+
 int main(void)
 {
-	void (*phase[])(void) = {counters_phase, vec_phase, groups_phase, hist_all_phase,
-				 hist_server_phase};
+	void (*phase[])(void) = {
+		counters_phase, vec_phase, groups_phase, hist_all_phase, hist_server_phase,
+#if !NO_ARENA && TALLY_PCPU_MODE == 3
+		nodes_phase,
+#endif
+	};
 	unsigned k;
 	for (k = 0; k < sizeof(phase) / sizeof(phase[0]); k++) {
 		int status = 0;
