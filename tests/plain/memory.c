@@ -440,7 +440,7 @@ static void nodes_phase(void)
 		CHECK_EQ(tally_counter_read(&counters[i]), counter_delta(&counters[i]));
 		tally_counter_destroy(&counters[i]);
 	}
-	printf("memory: slots=%u kind=tree_nodes levels=%u: slot %u's carries made node pages "
+	printf("memory: tree nodes at %u slots, %u levels: slot %u's carries made node pages "
 	       "resident in %u regions only\n",
 	       tally_cpu_slots(), levels, s, levels);
 }
