@@ -27,13 +27,13 @@ for n in 2 64 256; do
   done
 done
 column -t "$tsv"
-awk -F'\t' '$3 == "counter" && $2 == 0 { print $1, $5 + $6, 16 * ($1 + 1) + $6, 128 * ($1 + 1) + 48, $10 }' \
+awk -F'\t' '$3 == "counter" && $2 == 0 { print $1, $5 + $6 + $7, 16 * ($1 + 1) + $6 + 16, 128 * ($1 + 1) + 48, $10 }' \
   "$tsv" >"$out/here.dat"
-awk -F'\t' '$3 == "counter" && $2 == 3 { print $1, $5 + $6 }' "$tsv" >"$out/all.dat"
+awk -F'\t' '$3 == "counter" && $2 == 3 { print $1, $5 + $6 + $7 }' "$tsv" >"$out/all.dat"
 gnuplot <<GP
 set terminal png size 900,560 noenhanced
 set output "bench/plots/memory.png"
-set title "tally_counter: resident bytes per counter, and read()'s error bound, by CPU slots"
+set title "tally_counter (a tree from 64 slots): bytes per counter (arena + struct + heap), and read()'s error bound"
 set xlabel "CPU slots (TALLY_CPU_SLOTS)"
 set ylabel "bytes per counter"
 set y2label "error bound (tally_counter_error_bound)"
@@ -44,7 +44,7 @@ set xtics (2, 64, 256)
 set key bottom right
 plot "$out/here.dat" using 1:2 with linespoints title "resident: every CPU here added", \
      "$out/all.dat" using 1:2 with linespoints title "resident: every slot added (a thread each)", \
-     "$out/here.dat" using 1:3 with lines dashtype 2 title "promise: 16 B per slot + struct", \
+     "$out/here.dat" using 1:3 with lines dashtype 2 title "promise: 16 B per slot + struct + 16", \
      "$out/here.dat" using 1:4 with lines dashtype 3 title "before: 128 B chunk per slot + struct", \
      "$out/here.dat" using 1:5 axes x1y2 with linespoints title "error bound (right axis)"
 GP

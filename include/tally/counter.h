@@ -222,6 +222,7 @@ static inline int tally_counter_init_tree(struct tally_counter *c, tally_sword i
 	batch = batch ? tally__pow2_ceil(batch) : TALLY_COUNTER_TREE_BATCH;
 	if (tally__bad(tally__tree_layout(&t, tally__nr_cpu_slots(), batch, &bound) != 0))
 		return -EINVAL;
+	memset(&t.nodes, 0, sizeof(t.nodes)); /* freed below if its allocation fails */
 	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(tally_uword)); /* w only */
 	if (err)
 		return err;
