@@ -20,6 +20,12 @@
  *                               64+ CPU slots): against tally_batch32, the
  *                               tree's carry up a shared line against the
  *                               flat fold, at the same carry rate
+ *   counter_add/tally_tree32_own  each thread adds to a tree of its own,
+ *                               the trees made one after the other: their
+ *                               nodes share lines (the node arena packs
+ *                               them), so each thread's carries meet the
+ *                               other's on a line; against tally_tree32,
+ *                               where both carry into one node
  *   pcpu_add/tally              tally__pcpu_add alone, no fold check
  *   rseq_add/bare               a bare rseq per-CPU add (pcpu_ref.h): the
  *                               floor the rseq path is held to
@@ -79,6 +85,47 @@ static void add_teardown(struct cbench_state *s, void *arg)
 	cbench_counter(s, "bound", (double)tally_counter_error_bound(&a->c), 0);
 	tally_counter_destroy(&a->c);
 }
+
+#ifndef TALLY_BENCH_ATOMIC_TU
+/* tally_tree32_own: a tree per thread. */
+#  define OWN_MAX 64
+static struct tally_counter own[OWN_MAX];
+
+static int own_setup(struct cbench_state *s, void *arg)
+{
+	int i, err = 0;
+	(void)arg;
+	if (cbench_nthreads(s) > OWN_MAX)
+		return -1;
+	for (i = 0; i < cbench_nthreads(s) && !err; i++)
+		err = tally_counter_init_tree(&own[i], 0, 32);
+	return err;
+}
+
+static void own_teardown(struct cbench_state *s, void *arg)
+{
+	int i;
+	(void)arg;
+	for (i = 0; i < cbench_nthreads(s); i++) {
+		cbench_check(s, (uint64_t)tally_counter_sum(&own[i]) * (uint64_t)cbench_nthreads(s) ==
+					expected_total(s),
+			     "tally_counter_sum is not exact");
+		tally_counter_destroy(&own[i]);
+	}
+}
+
+static void own_body(struct cbench_state *s, void *arg)
+{
+	struct tally_counter *c = &own[cbench_thread_index(s)];
+	uint64_t n, i;
+	(void)arg;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			_Pragma("GCC unroll 8") for (int j = 0; j < UNROLL; j++)
+				tally_counter_add(c, 1);
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+#endif
 
 static void add_body(struct cbench_state *s, void *arg)
 {
@@ -177,6 +224,9 @@ CBENCH_INIT(register_counter)
 	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally_tree32", add_body,
 							&add_tree32),
 					add_setup, add_teardown));
+	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally_tree32_own", own_body,
+							NULL),
+					own_setup, own_teardown));
 #endif
 #ifndef TALLY_BENCH_ATOMIC_TU
 	pcpu_ref_register(); /* pcpu_add/tally, rseq_add/bare */
