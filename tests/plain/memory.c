@@ -412,7 +412,7 @@ static void *last_slot_adds(void *arg)
 static void nodes_phase(void)
 {
 	unsigned i, r, l, levels, s = tally_cpu_slots() - 1u;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), most;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), most, obj;
 	pthread_t t;
 	if (tally_cpu_slots() < TALLY_COUNTER_TREE_SLOTS)
 		return;
@@ -423,8 +423,12 @@ static void nodes_phase(void)
 		CHECK_EQ(nodes_resident(r), 0);
 	CHECK_EQ(pthread_create(&t, NULL, last_slot_adds, NULL), 0);
 	pthread_join(t, NULL);
-	/* the pages of NCOUNTERS objects of a word per level, per region */
-	most = ((size_t)NCOUNTERS * levels * sizeof(tally_uword) + 2 * page - 1) / page * page;
+	/* the pages of NCOUNTERS objects of a word per level (in granules,
+	 * 16-byte aligned from 16 bytes), per region */
+	obj = (levels * sizeof(tally_uword) + TALLY__ARENA_GRANULE - 1) / TALLY__ARENA_GRANULE *
+	      TALLY__ARENA_GRANULE;
+	obj = obj >= 2 * TALLY__ARENA_GRANULE ? (obj + 15) / 16 * 16 : obj;
+	most = ((size_t)NCOUNTERS * obj + 2 * page - 1) / page * page;
 	for (r = 0; r <= tally_cpu_slots(); r++) {
 		int carried = 0;
 		for (l = 1; l <= levels; l++)
