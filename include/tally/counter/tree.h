@@ -29,7 +29,9 @@
  * < 8U / 7b for U units of one sign on a CPU), but writes to different
  * counters' nodes, or to one counter's levels, can now meet on one line.
  * That false sharing is among CPUs that share the node anyway, at the
- * rate of carries, 1/b of the adds. A node word never shares a line with
+ * rate of carries, 1/b of the adds: at worst, counters each added to by
+ * another CPU of one group carry as if those CPUs added to one counter
+ * (bench/RESULTS.md, counter_add/tally_tree32_own). A node word never shares a line with
  * a CPU's own words (the hot arena) nor with the cold arena's bases and
  * group slots (whose lines keep only their CPU's and fold_all's writes).
  * Against that, a line per node cost 128 bytes for each node of every
