@@ -31,9 +31,10 @@
  * That false sharing is among CPUs that share the node anyway, at the
  * rate of carries, 1/b of the adds: at worst, counters each added to by
  * another CPU of one group carry as if those CPUs added to one counter
- * (bench/RESULTS.md, counter_add/tally_tree32_own). A node word never shares a line with
- * a CPU's own words (the hot arena) nor with the cold arena's bases and
- * group slots (whose lines keep only their CPU's and fold_all's writes).
+ * (bench/RESULTS.md, counter_add/tally_tree32_own). A node word never
+ * shares a line with a CPU's own words (the hot arena) nor with the cold
+ * arena's bases and group slots (whose lines keep only their CPU's and
+ * fold_all's writes).
  * Against that, a line per node cost 128 bytes for each node of every
  * counter, resident from init: 4,736 bytes at 256 slots.
  *
