@@ -19,7 +19,7 @@ for n in 2 64 256; do
     bin=$out/memory_${n}_$mode
     # shellcheck disable=SC2086
     gcc -std=gnu11 -O2 -DTALLY_CPU_SLOTS=$n -DTALLY_PCPU_MODE=$mode -Iinclude -Itests \
-      tests/plain/memory.c -o "$bin" $urcu -pthread
+      tests/plain/memory.c -o "$bin" $urcu -pthread -lm
     "$bin" | awk -v mode=$mode '/^memory: slots=/ {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v["slots"], mode, v["kind"], v["touched"],
