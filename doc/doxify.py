@@ -122,7 +122,10 @@ def convert(text):
             # A one-line section banner ("/* ---- name ---- */") heads what
             # follows; it documents nothing.
             banner = j == i and re.match(r"\s*/\*\s*-{2,}.*\*/\s*$", line)
-            if in_struct in ("", "struct", "enum") and not banner:
+            # Outside a struct, an indented comment is inside a function
+            # body: it documents a statement, not a public name.
+            inner = in_struct == "" and line[:1] in (" ", "\t")
+            if in_struct in ("", "struct", "enum") and not banner and not inner:
                 name = decl_name(lines, j + 1, in_struct)
                 if name and not name.startswith("tally__") and not name.startswith("TALLY__") \
                         and not re.match(r"TALLY_[A-Z0-9_]*_H$", name):

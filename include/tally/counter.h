@@ -278,6 +278,9 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	if (!batch && tally__nr_cpu_slots() >= TALLY_COUNTER_TREE_SLOTS)
 		return tally_counter_init_tree(c, initial, 0);
 	batch = batch ? tally__pow2_ceil(batch) : tally_counter_default_batch();
+	/* c may hold garbage: a failure below frees only what it allocated */
+	memset(&c->tally__bases, 0, sizeof(c->tally__bases));
+	memset(&c->tally__shared, 0, sizeof(c->tally__shared));
 	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(tally_uword));
 	if (err)
 		return err;

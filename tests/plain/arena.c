@@ -19,10 +19,17 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+/* Fail a new chunk of the cold arena on demand (check_init_failure). */
+static int fail_cold;
+struct tally__arena;
+static int arena_fails(const struct tally__arena *a);
+#define TALLY__ARENA_FAIL_HOOK(a) arena_fails(a)
+
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <tally/counter.h>
 #include <tally/pcpu.h>
 #include <unistd.h>
 
@@ -344,8 +351,34 @@ static void check_fork(void)
 	tally__pcpu_free(&p);
 }
 
+static int arena_fails(const struct tally__arena *a)
+{
+	return fail_cold && a == tally__arena_get(TALLY__ARENA_COLD);
+}
+
+/* ---- init that runs out of memory -------------------------------------------- *
+ * tally_counter_init on a struct full of garbage (a stack variable), when
+ * its second allocation (the cold arena's fold bases) finds no memory:
+ * -ENOMEM, and nothing freed that it did not allocate. */
+static void check_init_failure(void)
+{
+	struct tally_counter c;
+	int i;
+	for (i = 0; i < 2; i++) {
+		memset(&c, 0xa5, sizeof(c)); /* what an uninitialised struct holds */
+		fail_cold = 1;
+		CHECK_EQ(tally_counter_init(&c, 5, i ? 64 : 0), -ENOMEM);
+		fail_cold = 0;
+	}
+	CHECK_EQ(tally_counter_init(&c, 5, 0), 0);
+	tally_counter_add(&c, 2);
+	CHECK_EQ(tally_counter_sum(&c), 7);
+	tally_counter_destroy(&c);
+}
+
 int main(void)
 {
+	check_init_failure();
 	check_offsets_and_reuse();
 	check_growth();
 	check_small_never_in_big();

@@ -145,6 +145,12 @@ struct tally__arena {
 	unsigned regions; /* per chunk: CPU slots + 1, or 1 (shared) */
 };
 
+/* Tests only: a nonzero TALLY__ARENA_FAIL_HOOK(a) makes a new chunk of
+ * arena a fail as an exhausted mmap() and heap would (tests/plain/arena.c). */
+#ifndef TALLY__ARENA_FAIL_HOOK
+#  define TALLY__ARENA_FAIL_HOOK(a) 0
+#endif
+
 /* ---- the translation unit's arenas ---------------------------------------- */
 
 TALLY__INLINE struct tally__arena **tally__arenas_var(void)
@@ -246,7 +252,7 @@ static inline struct tally__arena_chunk *tally__arena_chunk_new(struct tally__ar
 		shift++;
 	}
 	region = (size_t)1 << shift;
-	if (a->regions > ((size_t)-1 >> shift))
+	if (a->regions > ((size_t)-1 >> shift) || TALLY__ARENA_FAIL_HOOK(a))
 		return NULL;
 	total = ((size_t)a->regions << shift) + page - 1;
 	if (total < page)
