@@ -35,14 +35,13 @@ static inline int tally__vec_calc_threshold(void)
 }
 
 /*
- * Fold slot s's diff of item (its word w) while it is past the item's
+ * Fold a slot's diff of item (p: its words there) while it is past the item's
  * threshold, by kind (TALLY__FOLD_PAST, _UP or _DOWN). Never folds an
  * item with threshold TALLY_VEC_EXACT.
  */
-TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigned item,
-					enum tally__fold_kind kind)
+TALLY__INLINE void tally__vec_fold_at(struct tally_vec *v, struct tally__vec_pcpu *p,
+				      unsigned item, enum tally__fold_kind kind)
 {
-	struct tally__vec_pcpu *p = tally__vec_slot(v, s, item);
 	tally_sword t = v->tally__item_threshold[item];
 	if (t < 0)
 		return;
@@ -54,6 +53,13 @@ TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigne
 	if (tally__pcpu_fold(&p->w, &p->base, &v->tally__global[item], t, kind) &&
 	    kind != TALLY__FOLD_PAST)
 		tally__pcpu_fold(&p->w, &p->base, &v->tally__global[item], t, TALLY__FOLD_PAST);
+}
+
+/* tally__vec_fold_at() for slot s's words of item. */
+TALLY__INLINE void tally__vec_fold_slot(struct tally_vec *v, unsigned s, unsigned item,
+					enum tally__fold_kind kind)
+{
+	tally__vec_fold_at(v, tally__vec_slot(v, s, item), item, kind);
 }
 
 /* The same for bank k of item in slot s (as mod: TALLY__FOLD_PAST). */
@@ -105,11 +111,11 @@ TALLY__INLINE int tally__vec_carried(tally_uword nv, tally_uword d, tally_sword 
 
 /* The slow path of an update whose add carried: the fence, then the fold
  * check (see tally__vec_carried). */
-TALLY__COLD void tally__vec_fold_carried(struct tally_vec *v, unsigned s, unsigned item,
-					 enum tally__fold_kind kind)
+TALLY__COLD void tally__vec_fold_carried(struct tally_vec *v, struct tally__vec_pcpu *p,
+					 unsigned item, enum tally__fold_kind kind)
 {
 	tally__fence(); /* pairs with tally__pcpu_fold's fence after its CAS */
-	tally__vec_fold_slot(v, s, item, kind);
+	tally__vec_fold_at(v, p, item, kind);
 }
 
 /* The same for bank k (multi-item updates, folded as mod). */
@@ -124,17 +130,20 @@ TALLY__COLD void tally__vec_fold_bank_carried(struct tally_vec *v, unsigned s, u
 TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword d,
 				 enum tally__fold_kind kind)
 {
-	unsigned s;
-	tally_uword nv;
+	tally_uword nv, *w;
+	struct tally__vec_pcpu *p;
 	if (tally__bad(!v || item >= v->tally__nr_items))
 		return -EINVAL;
-	nv = tally__pcpu_add(&v->tally__pcpu, (size_t)item * v->tally__item_stride,
-			     (tally_uword)d, &s);
+	/* The fold check works on the words the add landed in (w is the
+	 * first of them): no slot number to compute and turn back. */
+	nv = tally__pcpu_add_word(&v->tally__pcpu, (size_t)item * v->tally__item_stride,
+				  (tally_uword)d, &w);
+	p = (struct tally__vec_pcpu *)(void *)w;
 	if (tally__unlikely(tally__vec_carried(nv, (tally_uword)d,
 					       v->tally__item_threshold[item])))
-		tally__vec_fold_carried(v, s, item, kind);
+		tally__vec_fold_carried(v, p, item, kind);
 	else
-		tally__vec_fold_slot(v, s, item, kind);
+		tally__vec_fold_at(v, p, item, kind);
 	return 0;
 }
 
