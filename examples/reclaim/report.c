@@ -304,8 +304,9 @@ void print_json(const struct demo *d)
 			site_change(d, s, &c);
 			printf("%s\n    \"%s\": ", s ? "," : "", site_name(s));
 			if (c.n)
-				printf("{\"median\": %.1f, \"min\": %.1f, \"max\": %.1f, \"repeats\": %u}",
-				       c.median, c.min, c.max, c.n);
+				printf("{\"median\": %.1f, \"ci95\": [%.1f, %.1f], \"min\": %.1f, "
+				       "\"max\": %.1f, \"repeats\": %u}",
+				       c.median, c.lo, c.hi, c.min, c.max, c.n);
 			else
 				printf("null");
 		}
@@ -313,8 +314,9 @@ void print_json(const struct demo *d)
 		contended_change(d, &k);
 		printf("\n  },\n  \"contended_change_pct\": ");
 		if (k.n)
-			printf("{\"median\": %.1f, \"min\": %.1f, \"max\": %.1f, \"repeats\": %u}",
-			       k.median, k.min, k.max, k.n);
+			printf("{\"median\": %.1f, \"ci95\": [%.1f, %.1f], \"min\": %.1f, "
+			       "\"max\": %.1f, \"repeats\": %u}",
+			       k.median, k.lo, k.hi, k.min, k.max, k.n);
 		else
 			printf("null");
 		printf(",\n  \"repeats\": [");

@@ -31,10 +31,14 @@ struct demo {
 };
 
 /* The change of one site's wait (vmstat vs legacy, percent) over the
- * repeats where legacy waited at all: n of them, the median, the range. */
+ * repeats where legacy waited at all: n of them, the median, the range,
+ * and a 95% confidence interval of the median [lo, hi]: the order
+ * statistics k and n + 1 - k (1-based) for the largest k with
+ * P(Binomial(n, 1/2) < k) <= 2.5% (the range where n < 6). */
 struct change {
 	unsigned n;
 	double median, min, max;
+	double lo, hi;
 };
 
 /* Add one run's counts (repeat r, its mode) to the demo. */

@@ -82,13 +82,34 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The median and range of (after - before) / before over the repeats
- * where before is not 0; stride: the distance between repeats' values. */
+/* The largest k >= 1 with P(Binomial(n, 1/2) < k) <= 2.5%, or 1 where
+ * none (n < 6): the sorted values k and n + 1 - k (1-based) bound the
+ * median with at least 95% confidence whatever the distribution (the
+ * sign test's interval; n = 20: the 6th and the 15th). */
+static unsigned median_ci_rank(unsigned n)
+{
+	double p = 1.0, cdf = 0.0; /* p = P(X = j), cdf = P(X <= j) */
+	unsigned k = 1;
+	for (unsigned i = 0; i < n; i++)
+		p *= 0.5;
+	for (unsigned j = 0; j < n / 2; j++) {
+		cdf += p;
+		if (cdf > 0.025)
+			break;
+		k = j + 1;
+		p = p * (double)(n - j) / (double)(j + 1);
+	}
+	return k;
+}
+
+/* The median, range and the median's 95% interval of (after - before) /
+ * before over the repeats where before is not 0; stride: the distance
+ * between repeats' values. */
 static void change_of(const struct demo *d, const uint64_t *before, const uint64_t *after,
 		      size_t stride, struct change *c)
 {
 	static double v[MAX_REPEAT];
-	unsigned n = 0;
+	unsigned n = 0, k;
 	memset(c, 0, sizeof(*c));
 	if (!d->ran[MODE_LEGACY] || !d->ran[MODE_VMSTAT])
 		return;
@@ -105,6 +126,9 @@ static void change_of(const struct demo *d, const uint64_t *before, const uint64
 	c->min = v[0];
 	c->max = v[n - 1];
 	c->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	k = median_ci_rank(n);
+	c->lo = v[k - 1];
+	c->hi = v[n - k];
 }
 
 void site_change(const struct demo *d, int site, struct change *c)
@@ -127,7 +151,9 @@ static unsigned total_fell(const struct demo *d)
 	return k;
 }
 
-/* One line: did the total lock wait fall, by how much, how steadily. */
+/* One line: did the total lock wait fall, by how much, how surely: the
+ * verdict is the median's 95% interval's (below 0: vmstat waits less;
+ * above: more), and the interval is wide (noisy) past 30 points. */
 void verdict(const struct demo *d, char *buf, size_t len)
 {
 	struct change c, k;
@@ -139,11 +165,12 @@ void verdict(const struct demo *d, char *buf, size_t len)
 		return;
 	}
 	snprintf(buf, len,
-		 "%s: total lock wait fell in %u of %u repeats, median %+.0f%% (range %+.0f%% to "
-		 "%+.0f%%)%s; contended acquisitions %+.0f%% (range %+.0f%% to %+.0f%%); "
-		 "the kernel patch measured %+.0f%% on 176 cores",
-		 fell * 2 > d->repeat && c.median < 0 ? "vmstat waits less" : "no clear reduction",
-		 fell, d->repeat, c.median, c.min, c.max,
-		 c.max - c.min > 30 ? ", noisy: the spread says more than one run can" : "",
-		 k.median, k.min, k.max, KERNEL_TOTAL_CHANGE_PCT);
+		 "%s: total lock wait fell in %u of %u repeats, median %+.0f%% (95%% interval "
+		 "%+.0f%% to %+.0f%%; single repeats %+.0f%% to %+.0f%%)%s; contended acquisitions "
+		 "%+.0f%% (95%% interval %+.0f%% to %+.0f%%); the kernel patch measured %+.0f%% on "
+		 "176 cores",
+		 c.hi < 0 ? "vmstat waits less" : c.lo > 0 ? "vmstat waits more" : "no clear change",
+		 fell, d->repeat, c.median, c.lo, c.hi, c.min, c.max,
+		 c.hi - c.lo > 30 ? ", noisy: more repeats (--repeat) narrow the interval" : "",
+		 k.median, k.lo, k.hi, KERNEL_TOTAL_CHANGE_PCT);
 }

@@ -295,6 +295,9 @@ static void test_summary(void)
 	CHECK_EQ(c.n, 4);
 	CHECK(c.median == -67.5 && c.min == -90.0 && c.max == -10.0, "total %g %g %g", c.median,
 	      c.min, c.max);
+	/* 4 repeats: the median's interval is the range (no narrower one
+	 * holds 95%) */
+	CHECK(c.lo == -90.0 && c.hi == -10.0, "total interval %g %g", c.lo, c.hi);
 	/* short waits: total minus the long ones (half of each drain wait) */
 	CHECK_EQ(d.wait_ns[1][MODE_VMSTAT][SITE_SHORT], 250 - 150);
 	site_change(&d, SITE_NOTE_COST_UNLOCK, &c);
@@ -306,6 +309,23 @@ static void test_summary(void)
 	d.ran[MODE_VMSTAT] = 0;
 	site_change(&d, SITE_TOTAL, &c);
 	CHECK_EQ(c.n, 0);
+	/* 20 repeats, legacy 1000, vmstat 10 (r + 1): changes -99 .. -80; the
+	 * median's 95% interval is the 6th and the 15th value (P(X <= 5) =
+	 * 2.1% for X ~ Binomial(20, 1/2), P(X <= 6) = 5.8%) */
+	memset(&d, 0, sizeof(d));
+	d.repeat = 20;
+	d.ran[MODE_LEGACY] = d.ran[MODE_VMSTAT] = 1;
+	for (unsigned k = 0; k < 20; k++) {
+		fake_run(&r, MODE_LEGACY, 0, 1000);
+		demo_add(&d, 19 - k, &r);
+		fake_run(&r, MODE_VMSTAT, 0, 10 * (k + 1));
+		demo_add(&d, 19 - k, &r);
+	}
+	site_change(&d, SITE_TOTAL, &c);
+	CHECK_EQ(c.n, 20);
+	CHECK(c.median == -89.5 && c.min == -99.0 && c.max == -80.0, "total20 %g %g %g", c.median,
+	      c.min, c.max);
+	CHECK(c.lo == -94.0 && c.hi == -85.0, "total20 interval %g %g", c.lo, c.hi);
 }
 
 /* The list helpers invert each other, and each list's size item follows
