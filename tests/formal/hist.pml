@@ -29,6 +29,33 @@
  *   -DNO_CHECK    the cut accepts its first read.          expected: FAIL
  *   -DBAD_RECORD  the record adds done before sum.         expected: FAIL
  *   -DSPLIT_SLOTS a record's sum and done on two slots.    expected: FAIL
+ *
+ * -DRSEQ: the record as the x86_64 rseq path makes it (hist/record.h),
+ * against the same cut. A record is one restartable section on the CPU it
+ * runs on (0 or 1, chosen by SPIN at every start: a restart may migrate):
+ * the half's add, which clears the sentinel r in the same step (xaddl);
+ * the load of done's parity; the load of that sum; the store of the other
+ * sum (repeatable); the commit of done (count + 1, parity flipped), one
+ * step each. The thread holds its CPU for sections (own[c]): no other
+ * section runs on c until it completes or aborts, and before each step
+ * SPIN may abort it (a preemption, migration or signal). The abort handler
+ * restarts while r is set; once clear, it finishes with atomic adds of the
+ * sum and then done on the shared slot (slot 2, the plain format). The
+ * cut reads a CPU slot's done and the sum its parity picks, again until
+ * done reads the same (the rseq format's pair), then the shared slot's
+ * done and sum, then the halves. One cut runs beside the records (the
+ * default model's second cut checks that cuts grow; here the states go to
+ * the aborts); then, once every record completed, a second cut must hold
+ * every record once. A read that begins with every record complete and
+ * does not add up is a violation too (a quiescent histogram always adds
+ * up).
+ *   -DRSEQ                 the section as in the code.         expected: PASS
+ *   -DRSEQ -DBAD_HANDLER   the handler restarts even after the
+ *                          half's add.                         expected: FAIL
+ *   -DRSEQ -DLATE_SENTINEL the sentinel cleared by a step after
+ *                          the add's (an abort between them).  expected: FAIL
+ *   -DRSEQ -DNO_ABORT      sections on one CPU not exclusive
+ *                          (no abort on preemption).           expected: FAIL
  */
 #ifndef NR
 #define NR 1
@@ -36,11 +63,98 @@
 #define NS 2
 
 byte half[8]; /* [bank][bucket][slot]: k * 4 + b * 2 + s */
+#ifndef RSEQ
 byte sum[4];  /* [bank][slot] */
 byte done[4];
+#endif
 bit bank;
 byte started, completed;
 
+#ifdef RSEQ
+/* slots 0, 1 (CPUs): done word = 2 count + parity, two sum words;
+ * slot 2 (shared, the atomic format): sdone, ssum; per bank */
+byte dw[4];   /* [bank][slot] */
+byte sw[8];   /* [bank][slot][parity] */
+byte sdone[2], ssum[2];
+byte own[2];  /* the recorder running a section on CPU c, or 0 */
+
+proctype recorder(byte me)
+{
+	byte i, k, v, c, r, p, t;
+	for (i : 1 .. NR) {
+		atomic {
+			started++; k = bank;
+			if
+			:: v = 1
+			:: v = 2
+			fi
+		}
+		r = 1; /* the sentinel, set before the section */
+start:
+		/* the section starts on CPU c: alone there until it ends */
+		atomic {
+			if
+			:: c = 0
+			:: c = 1
+			fi;
+#ifdef NO_ABORT
+			true
+#else
+			own[c] == 0 -> own[c] = me
+#endif
+		}
+		if
+#ifdef LATE_SENTINEL
+		:: half[k * 4 + (v - 1) * 2 + c]++
+#else
+		:: atomic { half[k * 4 + (v - 1) * 2 + c]++; r = 0 }
+#endif
+		:: goto abort
+		fi;
+#ifdef LATE_SENTINEL
+		if
+		:: r = 0
+		:: goto abort
+		fi;
+#endif
+		if
+		:: p = dw[k * 2 + c] % 2
+		:: goto abort
+		fi;
+		if
+		:: t = sw[(k * 2 + c) * 2 + p]
+		:: goto abort
+		fi;
+		if
+		:: sw[(k * 2 + c) * 2 + 1 - p] = t + v
+		:: goto abort
+		fi;
+		if
+		:: atomic {
+			/* the commit: count + 1, the parity flipped */
+			dw[k * 2 + c] = dw[k * 2 + c] + (3 - 2 * p);
+			completed++;
+			own[c] = 0
+		   }; goto next
+		:: goto abort
+		fi;
+abort:
+		own[c] = 0;
+#ifdef BAD_HANDLER
+		goto start;
+#else
+		if
+		:: r == 1 -> goto start
+		:: else
+		fi;
+#endif
+		ssum[k] = ssum[k] + v;
+		atomic { sdone[k]++; completed++ };
+next:
+		skip
+	}
+}
+#else
 proctype recorder()
 {
 	byte i, k, v, s;
@@ -91,11 +205,39 @@ proctype recorder()
 	}
 }
 
+#endif
+
 byte c0, c1, sm; /* the cut being taken */
 byte d, x, y0, y1, kb;
 
 /* one load per step, slot by slot (the cut's loop over the CPU slots):
  * each slot's done, then its sum */
+#ifdef RSEQ
+byte dd, xx;
+bit quiet;
+/* a CPU slot's pair: done, the sum its parity picks, done again */
+inline read_pair(kk, cc)
+{
+	do
+	:: dd = dw[kk * 2 + cc];
+	   xx = sw[(kk * 2 + cc) * 2 + dd % 2];
+	   if
+	   :: dw[kk * 2 + cc] == dd -> break
+	   :: else
+	   fi
+	od;
+	atomic { d = d + dd / 2; x = x + xx }
+}
+
+inline read_records(kk)
+{
+	d = 0; x = 0;
+	read_pair(kk, 0);
+	read_pair(kk, 1);
+	d = d + sdone[kk];
+	x = x + ssum[kk]
+}
+#else
 inline read_records(kk)
 {
 	d = done[kk * 2];
@@ -103,6 +245,7 @@ inline read_records(kk)
 	d = d + done[kk * 2 + 1];
 	x = x + sum[kk * 2 + 1]
 }
+#endif
 
 inline read_halves(kk)
 {
@@ -114,6 +257,9 @@ inline read_bank(kk)
 {
 	do
 	:: 
+#ifdef RSEQ
+		quiet = (completed == 2 * NR);
+#endif
 #ifdef BAD_ORDER
 		read_halves(kk);
 		read_records(kk);
@@ -128,7 +274,13 @@ inline read_bank(kk)
 		:: y0 + y1 == d ->
 #endif
 			atomic { c0 = c0 + y0; c1 = c1 + y1; sm = sm + x }; break
-		:: else -> skip
+		:: else ->
+#ifdef RSEQ
+			/* every record was complete before the read began */
+			assert(!quiet)
+#else
+			skip
+#endif
 		fi
 	od
 }
@@ -149,10 +301,20 @@ inline cut()
 active proctype cutter()
 {
 	byte before, first0, first1;
+#ifdef RSEQ
+	run recorder(1);
+	run recorder(2);
+	cut();
+	/* once every record completed: all of them, once each */
+	completed == 2 * NR;
+	cut();
+	assert(c0 + c1 == 2 * NR)
+#else
 	run recorder();
 	run recorder();
 	cut();
 	first0 = c0; first1 = c1;
 	cut();
 	assert(c0 >= first0 && c1 >= first1)
+#endif
 }

@@ -1,19 +1,25 @@
 /*
- * hist_rseq.c - tally_hist_record()'s two rseq sections (x86_64) and each
- * of their exits, forced through the header's test hooks instead of
- * waited for:
- *   - a trap in section 1 before the half's add, and one in section 2
- *     between the repeatable sum store and the commit: the kernel aborts
- *     the section (the handler sees the abort handler's address, preceded
- *     by the signature), the section restarts, and the record counts once
- *     (its bucket, the count and the sum exact);
- *   - a trap between the sections whose handler moves the thread to
- *     another CPU: section 2 sees the CPU change, and the record's sum and
- *     count land on the shared slot (its half stays on the first CPU's);
+ * hist_rseq.c - tally_hist_record()'s rseq section (x86_64) and each of
+ * its exits, forced through the header's test hooks instead of waited for:
+ *   - a trap before the half's add: the kernel aborts the section (the
+ *     handler sees the abort handler's address, preceded by the
+ *     signature), the section restarts, and the record counts once, all
+ *     of it on the CPU's slot;
+ *   - a trap after the half's add and the repeatable sum store, before the
+ *     commit: the abort handler finds the sentinel cleared and finishes on
+ *     the shared slot (the half stays on the CPU's slot, counted once); a
+ *     cut of the CPU's slot at the trap sees neither the count nor the
+ *     sum, though the other sum word already holds it; the same with the
+ *     thread moved to another CPU in the trap;
+ *   - a trap between a wrapping add and its carry test: the handler finds
+ *     the wrap from the sentinel register, and the carry lands; the same
+ *     wrap with no trap leaves through the carry test;
  *   - a CPU beyond the slots (the TALLY_CPU_SLOTS=1 build,
- *     hist_rseq_slots1, on CPU 1): nothing is added by the sections, the
+ *     hist_rseq_slots1, on CPU 1): nothing is added by the section, the
  *     whole record lands on the shared slot, in the atomic format;
  *   - values inside and outside the fast window, each in its bucket.
+ * Every case checks the words where the record landed, then a snapshot:
+ * its bucket, count (== the buckets) and sum, to the last unit.
  * Exit 77 (skip) where the rseq path is not compiled in, rseq is not
  * registered, or the thread cannot run on two CPUs.
  */
@@ -24,13 +30,16 @@
 #include <string.h>
 #include <ucontext.h>
 
-/* Each hook traps when its flag is set (the handler clears it). */
-volatile unsigned char hist_trap_s1, hist_trap_between, hist_trap_s2;
+/* Each hook traps when its flag is set (the handler clears it). The carry
+ * hook traps only after a carry out of the half's add, and sets the carry
+ * flag again after its own compare. */
+volatile unsigned char hist_trap_add, hist_trap_carry, hist_trap_commit;
 #if defined(__x86_64__)
 #  define HIST_HOOK(flag) "cmpb $0, " flag "(%%rip)\n\tje 88f\n\tint3\n\t88:\n\t"
-#  define TALLY__HIST_HOOK_S1 HIST_HOOK("hist_trap_s1")
-#  define TALLY__HIST_HOOK_BETWEEN HIST_HOOK("hist_trap_between")
-#  define TALLY__HIST_HOOK_S2 HIST_HOOK("hist_trap_s2")
+#  define TALLY__HIST_HOOK_ADD HIST_HOOK("hist_trap_add")
+#  define TALLY__HIST_HOOK_CARRY                                                               \
+	"jnc 87f\n\tcmpb $0, hist_trap_carry(%%rip)\n\tje 86f\n\tint3\n\t86:\n\tstc\n\t87:\n\t"
+#  define TALLY__HIST_HOOK_COMMIT HIST_HOOK("hist_trap_commit")
 #endif
 
 #include "harness.h"
@@ -39,7 +48,18 @@ volatile unsigned char hist_trap_s1, hist_trap_between, hist_trap_s2;
 
 #if TALLY__HAVE_RSEQ
 static volatile sig_atomic_t traps, aborted;
-static int move_to;
+static int move_to = -1;
+/* At the commit trap: slot watch's record as a cut reads it, and its
+ * other sum word (the one the repeatable store wrote). */
+static const struct tally_hist *watch_h;
+static unsigned watch_slot;
+static uint64_t seen_done, seen_sum, seen_other;
+
+static uint64_t u64_at(const struct tally_hist *h, unsigned slot, size_t off)
+{
+	return __atomic_load_n((const uint64_t *)tally__pcpu_at(&h->tally__pcpu, slot, off),
+			       __ATOMIC_RELAXED);
+}
 
 static void on_trap(int sig, siginfo_t *si, void *uc_)
 {
@@ -53,19 +73,20 @@ static void on_trap(int sig, siginfo_t *si, void *uc_)
 	 * the 4-byte signature. */
 	memcpy(&sigword, ip - 4, sizeof(sigword));
 	aborted = sigword == RSEQ_SIG;
-	if (hist_trap_between) {
+	if (hist_trap_commit && watch_h) {
+		unsigned k = tally__hist_bank(watch_h->tally__act);
+		seen_done = seen_sum = 0;
+		tally__hist_read_record(&watch_h->tally__pcpu, watch_slot, k, &seen_done, &seen_sum);
+		/* done is 0 (parity 0): the store went to sum[1] */
+		seen_other = u64_at(watch_h, watch_slot, TALLY__HIST_BANK_BYTES * k + 16);
+	}
+	if (move_to >= 0) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
 		CPU_SET(move_to, &set);
 		sched_setaffinity(0, sizeof(set), &set); /* migrates before returning */
 	}
-	hist_trap_s1 = hist_trap_between = hist_trap_s2 = 0;
-}
-
-static uint64_t u64_at(const struct tally_hist *h, unsigned slot, size_t off)
-{
-	return __atomic_load_n((const uint64_t *)tally__pcpu_at(&h->tally__pcpu, slot, off),
-			       __ATOMIC_RELAXED);
+	hist_trap_add = hist_trap_carry = hist_trap_commit = 0;
 }
 
 static uint32_t half_at(const struct tally_hist *h, unsigned slot, unsigned j)
@@ -76,32 +97,125 @@ static uint32_t half_at(const struct tally_hist *h, unsigned slot, unsigned j)
 			       __ATOMIC_RELAXED);
 }
 
-/* One record of v with trap *flag armed; the snapshot must hold it once. */
-static void trapped_record(volatile unsigned char *flag, const char *what, int want_abort)
+/*
+ * On CPU a, one record of v with trap *flag armed (moved to CPU b in the
+ * trap if b >= 0); where it must land: its record (done, sum) on the shared
+ * slot (shared) or on a's slot, its half on a's. The snapshot must hold it
+ * once.
+ */
+static void trapped_record(volatile unsigned char *flag, const char *what, int a, int b,
+			   int shared)
 {
 	struct tally_hist h;
 	struct tally_hist_snap s;
 	int64_t v = 123456; /* in the fast window */
-	unsigned j, slot, halves = 0;
+	unsigned j, k, slot, nr, halves = 0;
+	size_t rec;
+	CHECK_EQ(harness_pin(a), 0);
 	CHECK_EQ(tally_hist_init(&h, NULL), 0);
 	CHECK_EQ(tally_hist_snap_init(&s, &h), 0);
+	nr = h.tally__pcpu.nr;
+	k = tally__hist_bank(h.tally__act);
+	rec = TALLY__HIST_BANK_BYTES * k;
 	j = tally__hist_pos_slow(&h.tally__l, (uint64_t)v);
 	traps = aborted = 0;
+	watch_h = &h;
+	watch_slot = (unsigned)a;
+	seen_done = seen_sum = seen_other = 99;
+	move_to = b;
 	*flag = 1;
 	CHECK_EQ(tally_hist_record(&h, v), 0);
+	move_to = -1;
+	watch_h = NULL;
 	CHECK(traps == 1, "%s: %d traps, expected 1", what, (int)traps);
-	CHECK(aborted == want_abort, "%s: section %s", what, aborted ? "aborted" : "not aborted");
+	CHECK(aborted, "%s: the section was not aborted", what);
+	if (b >= 0)
+		CHECK(sched_getcpu() == b, "%s: not moved: on CPU %d", what, sched_getcpu());
 	/* The halves first: one counted twice would make the snapshot wait
 	 * for a record that never completes. */
-	for (slot = 0; slot < tally__pcpu_slots(&h.tally__pcpu); slot++)
+	for (slot = 0; slot <= nr; slot++)
 		halves += half_at(&h, slot, j);
 	CHECK(halves == 1, "%s: the bucket's halves hold %u records", what, halves);
+	CHECK(half_at(&h, (unsigned)a, j) == 1, "%s: the half is not on CPU %d's slot", what, a);
 	if (halves != 1)
-		return;
+		goto out;
+	if (flag == &hist_trap_commit)
+		CHECK(seen_done == 0 && seen_sum == 0 && seen_other == (uint64_t)v,
+		      "%s: at the trap a cut of the slot read done %llu sum %llu (other word %llu)",
+		      what, (unsigned long long)seen_done, (unsigned long long)seen_sum,
+		      (unsigned long long)seen_other);
+	if (shared) {
+		/* the atomic format: done 1, sum[0] v; nothing on the CPUs' */
+		CHECK(u64_at(&h, nr, rec) == 1 && u64_at(&h, nr, rec + 8) == (uint64_t)v,
+		      "%s: shared slot done %llu sum %llu", what,
+		      (unsigned long long)u64_at(&h, nr, rec),
+		      (unsigned long long)u64_at(&h, nr, rec + 8));
+		CHECK_EQ(u64_at(&h, (unsigned)a, rec) << 1, 0u);
+		if (b >= 0)
+			CHECK_EQ(u64_at(&h, (unsigned)b, rec) << 1, 0u);
+	} else {
+		/* the rseq format: done 1 with its parity flipped, sum[1] v */
+		CHECK(u64_at(&h, (unsigned)a, rec) == (1u | (uint64_t)1 << 63) &&
+			      u64_at(&h, (unsigned)a, rec + 16) == (uint64_t)v,
+		      "%s: CPU slot done %llx sum[1] %llu", what,
+		      (unsigned long long)u64_at(&h, (unsigned)a, rec),
+		      (unsigned long long)u64_at(&h, (unsigned)a, rec + 16));
+		CHECK_EQ(u64_at(&h, nr, rec), 0u);
+	}
 	CHECK_EQ(tally_hist_snapshot_raw(&h, &s), 0);
 	CHECK(s.count == 1 && s.counts[j] == 1 && s.sum == (uint64_t)v,
 	      "%s: count %llu, bucket %llu, sum %llu", what, (unsigned long long)s.count,
 	      (unsigned long long)s.counts[j], (unsigned long long)s.sum);
+out:
+	tally_hist_snap_destroy(&s);
+	tally_hist_destroy(&h);
+}
+
+/*
+ * On CPU a: 2^32 - 1 records of v (one call), then one more, with the
+ * carry trap armed or not: the half wraps, 2^32 goes to the carry, the
+ * last record's sum and done to the shared slot (through the abort
+ * handler, or the carry test's exit).
+ */
+static void wrapped_record(int trap, int a)
+{
+	const char *what = trap ? "aborted after a wrapping add" : "a wrapping add";
+	struct tally_hist h;
+	struct tally_hist_snap s;
+	int64_t v = 5000;
+	unsigned j, k, nr;
+	size_t rec;
+	uint64_t carry;
+	CHECK_EQ(harness_pin(a), 0);
+	CHECK_EQ(tally_hist_init(&h, NULL), 0);
+	CHECK_EQ(tally_hist_snap_init(&s, &h), 0);
+	nr = h.tally__pcpu.nr;
+	k = tally__hist_bank(h.tally__act);
+	rec = TALLY__HIST_BANK_BYTES * k;
+	j = tally__hist_pos_slow(&h.tally__l, (uint64_t)v);
+	CHECK_EQ(tally_hist_record_n(&h, v, TALLY_HIST_N_MAX), 0);
+	CHECK_EQ(half_at(&h, (unsigned)a, j), UINT32_MAX);
+	traps = aborted = 0;
+	hist_trap_carry = (unsigned char)trap;
+	CHECK_EQ(tally_hist_record(&h, v), 0);
+	hist_trap_carry = 0;
+	CHECK(traps == trap && aborted == trap, "%s: %d traps, %s", what, (int)traps,
+	      aborted ? "aborted" : "not aborted");
+	carry = __atomic_load_n(&h.tally__carry[(size_t)k * h.tally__l.nr + j], __ATOMIC_RELAXED);
+	CHECK(half_at(&h, (unsigned)a, j) == 0 && carry == (uint64_t)1 << 32,
+	      "%s: half %u, carry %llu", what, half_at(&h, (unsigned)a, j),
+	      (unsigned long long)carry);
+	if (carry != (uint64_t)1 << 32)
+		goto out; /* the snapshot would wait for it */
+	CHECK(u64_at(&h, nr, rec) == 1 && u64_at(&h, nr, rec + 8) == (uint64_t)v,
+	      "%s: shared slot done %llu sum %llu", what, (unsigned long long)u64_at(&h, nr, rec),
+	      (unsigned long long)u64_at(&h, nr, rec + 8));
+	CHECK_EQ(tally_hist_snapshot_raw(&h, &s), 0);
+	CHECK(s.count == (uint64_t)1 << 32 && s.counts[j] == (uint64_t)1 << 32 &&
+		      s.sum == (uint64_t)v << 32,
+	      "%s: count %llu, bucket %llu, sum %llu", what, (unsigned long long)s.count,
+	      (unsigned long long)s.counts[j], (unsigned long long)s.sum);
+out:
 	tally_hist_snap_destroy(&s);
 	tally_hist_destroy(&h);
 }
@@ -113,7 +227,6 @@ int main(void)
 	struct tally_hist_snap s;
 	cpu_set_t allowed;
 	int a = -1, b = -1, c;
-	unsigned j, nr, k;
 	if (!tally__rseq_registered()) {
 		printf("hist_rseq: SKIP: rseq is not registered\n");
 		return 77;
@@ -131,8 +244,9 @@ int main(void)
 		return 77;
 	}
 #if TALLY_CPU_SLOTS == 1
-	/* A CPU past the slots: the sections decline, the atomic path puts
+	/* A CPU past the slots: the section declines, the atomic path puts
 	 * the whole record on the shared slot (slot 1). */
+	unsigned j, nr, k;
 	CHECK_EQ(harness_pin(b), 0);
 	CHECK_EQ(tally_hist_init(&h, NULL), 0);
 	CHECK_EQ(tally_hist_snap_init(&s, &h), 0);
@@ -151,6 +265,7 @@ int main(void)
 	tally_hist_snap_destroy(&s);
 	tally_hist_destroy(&h);
 	(void)trapped_record;
+	(void)wrapped_record;
 	return harness_exit("hist_rseq_slots1");
 #endif
 	memset(&sa, 0, sizeof(sa));
@@ -158,32 +273,14 @@ int main(void)
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGTRAP, &sa, NULL);
 
-	/* Restarts: each section aborted once, the record counted once. */
-	trapped_record(&hist_trap_s1, "trap in section 1", 1);
-	trapped_record(&hist_trap_s2, "trap in section 2", 1);
-
-	/* Moved between the sections: sum and count on the shared slot. */
+	/* An abort before the half's add restarts; one after it finishes on
+	 * the shared slot, wherever the thread runs by then. */
+	trapped_record(&hist_trap_add, "trap before the half's add", a, -1, 0);
+	trapped_record(&hist_trap_commit, "trap before the commit", a, -1, 1);
+	trapped_record(&hist_trap_commit, "trap before the commit, moved", a, b, 1);
+	wrapped_record(1, a);
+	wrapped_record(0, a);
 	CHECK_EQ(harness_pin(a), 0);
-	move_to = b;
-	trapped_record(&hist_trap_between, "moved between the sections", 0);
-	CHECK_EQ(harness_pin(a), 0);
-	CHECK_EQ(tally_hist_init(&h, NULL), 0);
-	CHECK_EQ(tally_hist_snap_init(&s, &h), 0);
-	nr = h.tally__pcpu.nr;
-	k = tally__hist_bank(h.tally__act);
-	j = tally__hist_pos_slow(&h.tally__l, 5000);
-	hist_trap_between = 1;
-	CHECK_EQ(tally_hist_record(&h, 5000), 0);
-	CHECK(sched_getcpu() == b, "not moved: on CPU %d", sched_getcpu());
-	CHECK_EQ(half_at(&h, (unsigned)a, j), 1u);
-	CHECK_EQ(u64_at(&h, nr, TALLY__HIST_BANK_BYTES * k), 1u);     /* done, atomic format */
-	CHECK_EQ(u64_at(&h, nr, TALLY__HIST_BANK_BYTES * k + 8), 5000u); /* sum[0] */
-	CHECK_EQ(u64_at(&h, (unsigned)b, TALLY__HIST_BANK_BYTES * k), 0u);
-	CHECK_EQ(tally_hist_snapshot_raw(&h, &s), 0);
-	CHECK(s.count == 1 && s.counts[j] == 1 && s.sum == 5000, "moved: count %llu sum %llu",
-	      (unsigned long long)s.count, (unsigned long long)s.sum);
-	tally_hist_snap_destroy(&s);
-	tally_hist_destroy(&h);
 
 	/* Every exit, then values in and out of the fast window, exactly. */
 	CHECK_EQ(tally_hist_init(&h, NULL), 0);

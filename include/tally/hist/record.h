@@ -91,22 +91,24 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
 }
 
 /*
- * Test hooks: assembler strings placed in the rseq path, for tests that
+ * Test hooks: assembler strings placed in the rseq section, for tests that
  * trap there (tests/plain/hist_rseq.c); empty by default.
- *   TALLY__HIST_HOOK_S1       in section 1, before the half's add
- *   TALLY__HIST_HOOK_BETWEEN  between the sections (after the carry test)
- *   TALLY__HIST_HOOK_S2       in section 2, after the repeatable sum store,
- *                             before the commit
- * A hook may change the flags, nothing else.
+ *   TALLY__HIST_HOOK_ADD     before the half's add (an abort restarts)
+ *   TALLY__HIST_HOOK_CARRY   between the half's add and its carry test: it
+ *                            must leave the carry flag as it found it
+ *   TALLY__HIST_HOOK_COMMIT  after the repeatable sum store, before the
+ *                            commit (an abort finishes on the shared slot)
+ * A hook may change the flags (TALLY__HIST_HOOK_CARRY: but the carry),
+ * nothing else.
  */
-#ifndef TALLY__HIST_HOOK_S1
-#  define TALLY__HIST_HOOK_S1 ""
+#ifndef TALLY__HIST_HOOK_ADD
+#  define TALLY__HIST_HOOK_ADD ""
 #endif
-#ifndef TALLY__HIST_HOOK_BETWEEN
-#  define TALLY__HIST_HOOK_BETWEEN ""
+#ifndef TALLY__HIST_HOOK_CARRY
+#  define TALLY__HIST_HOOK_CARRY ""
 #endif
-#ifndef TALLY__HIST_HOOK_S2
-#  define TALLY__HIST_HOOK_S2 ""
+#ifndef TALLY__HIST_HOOK_COMMIT
+#  define TALLY__HIST_HOOK_COMMIT ""
 #endif
 
 /*
@@ -114,38 +116,65 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
  * (modulo 2^64), into the half at byte offset off of a slot's chunk (off
  * names the bank too: its bit 2 is 4 k, tally__hist_half_off()).
  *
- * The rseq path, instruction by instruction (the caller's loads of h's
- * fields and of __rseq_offset aside, which the compiler hoists or folds
- * into operands where it can):
- *   lea desc; mov -> rseq_cs         arm section 1
- *   mov cpu_id; test; js             which slot; unregistered (or, with
- *                                    TALLY_CPU_SLOTS, cmp nr; jae: past
- *                                    the slots): leave (tally__rseq_add())
- *   mov; shl; add base               the slot's chunk (the CPU number is
- *                                    kept for section 2's check)
- *   add to memory                    the half += n: the commit (one
- *                                    instruction: an interruption finds
- *                                    it done or not begun)
- *   jc                               its carry flag: a wrap leaves
- *   lea                              the bank's record, chunk + 32 k
- *   lea desc; mov -> rseq_cs         arm section 2
- *   cmp cpu_id; jne                  still on that CPU (else the shared
- *                                    slot, in C)
- *   mov done; mov; shr $63           d, and its parity s
- *   mov; add; xor; mov               sum[s ^ 1] = sum[s] + sv
- *   add to memory                    done += n + 2^63: the commit
- * 23 instructions: 6 loads (cpu_id twice, base, the half, done, a sum;
- * nr too with TALLY_CPU_SLOTS; the half and done by their adds) and 5
- * stores (rseq_cs twice, the half, a sum, done);
- * TALLY_RSEQ_CLEAR_CS adds a store. Before them (tally__hist_record()):
- * the value's bucket (pxor; cvtsi2sd; movq; a load of the shift; shr),
- * the window check (sub; cmp; jae), the active bank word (a load; lea
- * for the half's offset; and for 4 k) and the loads of the chunk's shift
- * and __rseq_offset: 13 more, with 6 loads; tally_hist_record()'s NULL
- * test adds 2 where a loop does not hoist it: 36 to 38 in all (gcc 12
- * -O2), against about 90 before this form. The two sections are the price of the
- * exact sum: a section commits only its last store, and the half and the
- * bank's record are two words.
+ * x86_64 with rseq: one restartable section on glibc's registered rseq
+ * area, from the cpu_id load (start_ip, 1) to after the commit of done
+ * (post_commit_ip, 2), with two stores that count: the half's add, then
+ * done's. An abort between them must not restart (the half would count
+ * twice), and the kernel does not say where the section was interrupted:
+ * on an abort it sets only the instruction pointer, to abort_ip (and
+ * clears rseq_cs); every other register is the interrupted thread's
+ * (kernel/rseq.c, rseq_ip_fixup()). So the half's add itself leaves the
+ * mark: r enters as 2^32 + n, and the unlocked xaddl adds its low 32 bits
+ * (n) to the half and puts the half's old value, zero-extended, in r. Bit
+ * 32 of r is set exactly while the add has not run; the abort handler
+ * (after the signature, at 4) tests it: set, restart from the top
+ * (nothing was written that counts); clear, the half is in, so the
+ * record finishes in C with atomic RMWs on the shared slot from stage
+ * HALF, or WRAPPED when the old half plus n carried out of 32 bits (the
+ * handler adds n, the low half of dn, to r: the add's carry again, since
+ * the flags may have changed since). With no abort the thread never left
+ * the CPU whose cpu_id it read at start_ip, so one lookup of the CPU
+ * covers the half, the sum and done (the rseq format's words of slot c
+ * are written only by sections running on CPU c, one at a time), and the
+ * sum's store before the commit is repeatable: it writes the sum word
+ * that done's parity does not pick (hist/layout.h). A carry out of the
+ * half's add leaves the section (jc 6): the carry must land before done,
+ * so C does carry, sum and done on the shared slot. Every inlined copy
+ * carries its own descriptor in __tally_rseq_cs, as tally__rseq_add()
+ * does; TALLY__RSEQ_ARM arms it (tally/rseq.h: where rseq_cs is left set,
+ * a compare, and a store only when it points elsewhere).
+ *
+ * The instructions (the caller's loads of h's fields and of __rseq_offset
+ * aside, which the compiler hoists or folds into operands where it can):
+ *   movabs 2^32 + n -> r           the sentinel and the addend (before the
+ *                                  section: a restart finds it unchanged)
+ *   lea desc; cmp rseq_cs; jne     arm: a load; the store is out of line,
+ *                                  taken after a preemption or another
+ *                                  site's section (TALLY_RSEQ_CLEAR_CS:
+ *                                  lea; mov, a store every time)
+ *   mov cpu_id; test; js           which slot; unregistered (or, with
+ *                                  TALLY_CPU_SLOTS, cmp nr; jae: past
+ *                                  the slots): leave (tally__rseq_add())
+ *   shl; add base                  the slot's chunk
+ *   xaddl r -> half                the half += n, and the sentinel cleared
+ *   jc                             its carry: a wrap leaves
+ *   lea                            the bank's record, chunk + 32 k
+ *   mov done; shr $63              done's parity s
+ *   mov; add; xor; mov             sum[s ^ 1] = sum[s] + sv (repeatable)
+ *   add to memory                  done += n + 2^63: the commit (the
+ *                                  count gains n, the parity flips)
+ * 18 instructions: 6 loads (rseq_cs, cpu_id, base, the half, done, a sum;
+ * nr too with TALLY_CPU_SLOTS; the half and done by their RMWs) and 3
+ * stores (the half, a sum, done); TALLY_RSEQ_CLEAR_CS makes the arm a
+ * store and adds one: rseq_cs = 0. Against the two sections before (23:
+ * rseq_cs stored twice, cpu_id loaded and checked twice): one arm, one
+ * lookup. Before them (tally__hist_record()): the value's bucket (pxor;
+ * cvtsi2sd; movq; a load of the shift; shr), the window check (sub; cmp;
+ * jae), the active bank word (a load; lea for the half's offset; and for
+ * 4 k) and the loads of the chunk's shift and __rseq_offset.
+ *
+ * Elsewhere (TALLY_PCPU_MODE 1 or 3, no rseq, other architectures):
+ * tally__hist_record_atomic() from stage NOTHING.
  */
 TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n, uint64_t sv)
 {
@@ -153,9 +182,10 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 	const struct tally__pcpu *p = &h->tally__pcpu;
 	size_t kb = off & 4u; /* 4 k: the record is at 8 kb = 32 k */
 	uint64_t dn = (uint64_t)n + ((uint64_t)1 << 63);
+	uint64_t r = ((uint64_t)1 << 32) + n; /* bit 32: the half's add has not run */
 	uintptr_t a;
-	uint64_t t, d, s;
-	unsigned cpu, nr = p->nr;
+	uint64_t t, s;
+	unsigned nr = p->nr;
 	(void)nr; /* read by the section only with TALLY_CPU_SLOTS */
 	__asm__ __volatile__ goto(
 		".pushsection __tally_rseq_cs, \"aw?\"\n\t"
@@ -163,65 +193,46 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 		"3:\n\t"
 		".long 0, 0\n\t"
 		".quad 1f, 2f - 1f, 4f\n\t"
-		".balign 32\n\t"
-		"13:\n\t"
-		".long 0, 0\n\t"
-		".quad 11f, 12f - 11f, 14f\n\t"
 		".popsection\n\t"
-		/* section 1: the bucket's half */
-		"0:\n\t"
-		"leaq 3b(%%rip), %q[a]\n\t"
-		"movq %q[a], %%fs:%c[cs](%[rs])\n\t"
-		"1:\n\t"
-		"movl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
-		TALLY__RSEQ_CPU_CHECK("%k[cpu]", "5f")
-		"movl %k[cpu], %k[a]\n\t"
+		TALLY__RSEQ_ARM("%q[t]", "7")
+		"movl %%fs:%c[id](%[rs]), %k[a]\n\t"
+		TALLY__RSEQ_CPU_CHECK("%k[a]", "5f")
 		"shlq %%cl, %q[a]\n\t"
 		"addq %[base], %q[a]\n\t"
-		TALLY__HIST_HOOK_S1
-		"addl %k[n], (%q[a],%[off])\n\t" /* commit 1 */
-		"2:\n\t"
+		TALLY__HIST_HOOK_ADD
+		"xaddl %k[r], (%q[a],%[off])\n\t" /* the half; r < 2^32 from here */
+		TALLY__HIST_HOOK_CARRY
 		"jc 6f\n\t" /* wrapped: the carry goes before sum and done */
-		TALLY__HIST_HOOK_BETWEEN
 		"leaq (%q[a],%[kb],8), %q[a]\n\t" /* the bank's record */
-		/* section 2: sum[s ^ 1] = sum[s] + sv; done = d + n + 2^63 */
-		"10:\n\t"
-		"leaq 13b(%%rip), %q[t]\n\t"
-		"movq %q[t], %%fs:%c[cs](%[rs])\n\t"
-		"11:\n\t"
-		"cmpl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
-		"jne 7f\n\t"
-		"movq (%q[a]), %q[d]\n\t" /* d: its parity picks the sum */
-		"movq %q[d], %q[s]\n\t"
-		"shrq $63, %q[s]\n\t"
+		"movq (%q[a]), %q[s]\n\t"
+		"shrq $63, %q[s]\n\t" /* done's parity picks the sum */
 		"movq 8(%q[a],%q[s],8), %q[t]\n\t"
 		"addq %[sv], %q[t]\n\t"
 		"xorl $1, %k[s]\n\t"
 		"movq %q[t], 8(%q[a],%q[s],8)\n\t" /* repeatable */
-		TALLY__HIST_HOOK_S2
-		"addq %[dn], (%q[a])\n\t" /* commit 2 */
-		"12:\n\t" TALLY__RSEQ_CLEAR
+		TALLY__HIST_HOOK_COMMIT
+		"addq %[dn], (%q[a])\n\t" /* the commit */
+		"2:\n\t" TALLY__RSEQ_CLEAR
 		".subsection 1\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long %c[sig]\n\t"
 		"4:\n\t"
-		"jmp 0b\n\t"
-		".byte 0x0f, 0xb9, 0x3d\n\t"
-		".long %c[sig]\n\t"
-		"14:\n\t"
-		"jmp 10b\n\t"
+		"btq $32, %q[r]\n\t" /* the half's add has not run: restart */
+		"jc 0b\n\t"
+		"addl %k[dn], %k[r]\n\t" /* old half + n: did it wrap? */
+		"jc %l[wrapped]\n\t"
+		"jmp %l[half]\n\t"
+		TALLY__RSEQ_ARM_OUT("%q[t]", "7")
 		"5:\n\t" TALLY__RSEQ_CLEAR
 		"jmp %l[nothing]\n\t"
 		"6:\n\t" TALLY__RSEQ_CLEAR
 		"jmp %l[wrapped]\n\t"
-		"7:\n\t" TALLY__RSEQ_CLEAR
-		"jmp %l[half]\n\t"
 		".previous\n\t"
-		: [cpu] "=&r"(cpu), [a] "=&r"(a), [t] "=&r"(t), [d] "=&r"(d), [s] "=&r"(s)
+		: [a] "=&r"(a), [t] "=&r"(t), [s] "=&r"(s), [r] "+&r"(r)
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
 		  [id] "i"(offsetof(struct rseq, cpu_id)), TALLY__RSEQ_NR(nr),
 		  [shift] "c"(p->shift), [base] TALLY__RSEQ_RM(p->base), [off] "r"(off),
-		  [kb] "r"(kb), [n] "ri"(n), [sv] "r"(sv), [dn] "r"(dn), [sig] "i"(RSEQ_SIG)
+		  [kb] "r"(kb), [sv] "r"(sv), [dn] "r"(dn), [sig] "i"(RSEQ_SIG)
 		: "memory", "cc"
 		: nothing, half, wrapped);
 	return;
