@@ -7,6 +7,10 @@
  * 3 significant digits) over 1 ns .. 1 h.
  *
  *   hist_record/counter_add       tally_counter_add(c, 1): the baseline
+ *   hist_record/counter_add_value the same beside the record's value load:
+ *                                 v = vals[k++ & mask], tally_counter_add(c,
+ *                                 1), v kept (CBENCH_KEEP), as the peers'
+ *                                 driver's baseline row does
  *   hist_record/tally             tally_hist_record(h, v)
  *   hist_record/tally_one_value   the same, one value (one bucket: no cache misses)
  *   hist_record/shared_atomic     buckets and sum in one shared array,
@@ -96,6 +100,22 @@ static void ctr_body(struct cbench_state *s, void *arg)
 		for (i = 0; i < n; i++)
 			for (int j = 0; j < UNROLL; j++)
 				tally_counter_add(&ctr, 1);
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
+/* The add beside hist_body()'s load of the value: what the record does
+ * but the histogram. */
+static void ctr_value_body(struct cbench_state *s, void *arg)
+{
+	uint64_t n, i, k = 0;
+	(void)arg;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++) {
+				int64_t v = vals[k++ & (NVALS - 1)];
+				tally_counter_add(&ctr, 1);
+				CBENCH_KEEP(v);
+			}
 	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
 }
 
@@ -229,6 +249,9 @@ CBENCH_INIT(register_hist)
 	static int q = 1;
 	make_vals();
 	cbench_env_threads(cbench_setup(cbench_register("hist_record/counter_add", ctr_body, NULL),
+					ctr_setup, ctr_teardown));
+	cbench_env_threads(cbench_setup(cbench_register("hist_record/counter_add_value",
+							ctr_value_body, NULL),
 					ctr_setup, ctr_teardown));
 	static uint64_t one = 0;
 	cbench_env_threads(cbench_setup(cbench_register("hist_record/tally", hist_body, NULL),

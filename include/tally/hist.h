@@ -272,10 +272,12 @@ static inline void tally_hist_destroy(struct tally_hist *h)
  * Returns 0, or -EINVAL (NULL h, v < 0, n too large: nothing recorded).
  *
  * Any thread, concurrently with every call but init/destroy. Wait-free:
- * adds to words of the current CPU's slot (x86_64 with rseq: two
- * restartable sections, one CPU lookup; a restart repeats only the
- * section it interrupted, and each commits with one store, so nothing is
- * counted twice; elsewhere three atomic RMWs); no shared cache line is written except one atomic carry
+ * adds to words of the current CPU's slot (x86_64 with rseq: one
+ * restartable section, one CPU lookup, whose two counting stores are each
+ * one instruction; an abort restarts it only before the first, which
+ * leaves a mark in a register, and after it the record finishes on the
+ * shared slot, so nothing is counted twice; elsewhere three atomic
+ * RMWs); no shared cache line is written except one atomic carry
  * per 2^32 observations of one bucket on one CPU slot. Orders nothing
  * around it (its adds are ordered among themselves for the cut). A
  * snapshot or reset taken meanwhile has the call wholly or not at all.

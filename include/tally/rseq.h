@@ -99,43 +99,6 @@ TALLY__INLINE int tally__rseq_cpu(void)
 #  else
 #    define TALLY__RSEQ_CLEAR ""
 #  endif
-/*
- * Arming a section whose descriptor is at label 3, start_ip at 1, with reg
- * (a scratch register operand) and out (a local label's number) for the
- * out-of-line store: TALLY__RSEQ_ARM at the section's top, TALLY__RSEQ_ARM_OUT
- * among its out-of-line code. Where rseq_cs is left set after a section
- * (TALLY_RSEQ_CLEAR_CS 0), it still points at this site's descriptor when
- * the same site runs again, unless the kernel cleared it (a preemption or
- * a signal outside a section, or an abort) or another section ran since:
- * the section's first instruction compares it (a load, not a store) and
- * stores the descriptor only when it differs, out of line, then compares
- * again. The compare is inside the section (start_ip at 1): a thread
- * interrupted after finding its descriptor there is aborted (the kernel
- * sees the descriptor and an IP in its range), and one interrupted on the
- * way to storing it is outside any range, so nothing there can depend on
- * the descriptor; the section's work comes only after a compare that
- * found it set. With TALLY_RSEQ_CLEAR_CS 1 the pointer is 0 after every
- * section: the plain store.
- */
-#  if TALLY_RSEQ_CLEAR_CS
-#    define TALLY__RSEQ_ARM(reg, out)                                                          \
-	"0:\n\t"                                                                               \
-	"leaq 3b(%%rip), " reg "\n\t"                                                          \
-	"movq " reg ", %%fs:%c[cs](%[rs])\n\t"                                                 \
-	"1:\n\t"
-#    define TALLY__RSEQ_ARM_OUT(reg, out) ""
-#  else
-#    define TALLY__RSEQ_ARM(reg, out)                                                          \
-	"0:\n\t"                                                                               \
-	"leaq 3b(%%rip), " reg "\n\t"                                                          \
-	"1:\n\t"                                                                               \
-	"cmpq " reg ", %%fs:%c[cs](%[rs])\n\t"                                                 \
-	"jne " out "f\n\t"
-#    define TALLY__RSEQ_ARM_OUT(reg, out)                                                      \
-	out ":\n\t"                                                                            \
-	"movq " reg ", %%fs:%c[cs](%[rs])\n\t"                                                 \
-	"jmp 1b\n\t"
-#  endif
 /* Operands that may be memory: clang turns "rm" into a spill to the stack. */
 #  if defined(__clang__)
 #    define TALLY__RSEQ_RM "r"

@@ -4,23 +4,19 @@
  * the bucket's half in the active bank, then the bank's sum and done
  * count, each step one committing store.
  *
- * x86_64 with rseq: one asm block of two restartable sections on glibc's
- * registered rseq area, in tally__rseq_add()'s form (tally/rseq.h: one
- * test of cpu_id, TALLY__RSEQ_CPU_CHECK, covers "not registered" and
- * "past the slots", a shift, asm goto to out-of-line exits, rseq_cs left
- * set where TALLY__RSEQ_CLEAR says so):
- *   section 1: on the current CPU c, half += n (32-bit): the commit. A
- *              carry out of the add (the half wrapped) leaves the asm: the
- *              carry must land before done, so C does carry, sum and done.
- *   section 2: if still on c, the bank's record (hist/layout.h): with
- *              d = done and s = d >> 63, sum[s ^ 1] = sum[s] + v n
- *              (repeatable), then done = d + n + 2^63, the commit (the
- *              count gains n, the parity bit flips).
- * Each commit is one add to memory (an interruption finds it done or not
- * begun). An abort restarts only its own section (which re-checks the CPU). A
- * thread that left c between the sections, or could not start, finishes
- * with atomic RMWs on the shared slot (below). Every inlined copy carries
- * its own two descriptors in __tally_rseq_cs, as tally__rseq_add() does.
+ * x86_64 with rseq: one restartable section on glibc's registered rseq
+ * area, in tally__rseq_add()'s form (tally/rseq.h: one test of cpu_id,
+ * TALLY__RSEQ_CPU_CHECK, covers "not registered" and "past the slots", a
+ * shift, asm goto to out-of-line exits, rseq_cs left set where
+ * TALLY__RSEQ_CLEAR says so): on the current CPU c, half += n (32-bit,
+ * xaddl: it also clears a sentinel bit in a register), then the bank's
+ * record (hist/layout.h): with d = done and s = d >> 63, sum[s ^ 1] =
+ * sum[s] + v n (repeatable), then done = d + n + 2^63, the commit (the
+ * count gains n, the parity bit flips). An abort before the half's add
+ * restarts the section; one after it (the sentinel says which) finishes
+ * with atomic RMWs on the shared slot, as does a carry out of the half's
+ * add (the carry must land before done). Every inlined copy carries its
+ * own descriptor in __tally_rseq_cs, as tally__rseq_add() does.
  *
  * Elsewhere (TALLY_PCPU_MODE 1 or 3, no rseq, other architectures): a
  * relaxed atomic RMW on the bucket half, then release RMWs on sum[0] and
@@ -141,17 +137,13 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
  * half's add leaves the section (jc 6): the carry must land before done,
  * so C does carry, sum and done on the shared slot. Every inlined copy
  * carries its own descriptor in __tally_rseq_cs, as tally__rseq_add()
- * does; TALLY__RSEQ_ARM arms it (tally/rseq.h: where rseq_cs is left set,
- * a compare, and a store only when it points elsewhere).
+ * does.
  *
  * The instructions (the caller's loads of h's fields and of __rseq_offset
  * aside, which the compiler hoists or folds into operands where it can):
  *   movabs 2^32 + n -> r           the sentinel and the addend (before the
  *                                  section: a restart finds it unchanged)
- *   lea desc; cmp rseq_cs; jne     arm: a load; the store is out of line,
- *                                  taken after a preemption or another
- *                                  site's section (TALLY_RSEQ_CLEAR_CS:
- *                                  lea; mov, a store every time)
+ *   lea desc; mov -> rseq_cs       arm the section
  *   mov cpu_id; test; js           which slot; unregistered (or, with
  *                                  TALLY_CPU_SLOTS, cmp nr; jae: past
  *                                  the slots): leave (tally__rseq_add())
@@ -163,15 +155,19 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
  *   mov; add; xor; mov             sum[s ^ 1] = sum[s] + sv (repeatable)
  *   add to memory                  done += n + 2^63: the commit (the
  *                                  count gains n, the parity flips)
- * 18 instructions: 6 loads (rseq_cs, cpu_id, base, the half, done, a sum;
- * nr too with TALLY_CPU_SLOTS; the half and done by their RMWs) and 3
- * stores (the half, a sum, done); TALLY_RSEQ_CLEAR_CS makes the arm a
- * store and adds one: rseq_cs = 0. Against the two sections before (23:
- * rseq_cs stored twice, cpu_id loaded and checked twice): one arm, one
- * lookup. Before them (tally__hist_record()): the value's bucket (pxor;
- * cvtsi2sd; movq; a load of the shift; shr), the window check (sub; cmp;
- * jae), the active bank word (a load; lea for the half's offset; and for
- * 4 k) and the loads of the chunk's shift and __rseq_offset.
+ * 18 instructions with the movabs: 5 loads (cpu_id, base, the half, done,
+ * a sum; nr too with TALLY_CPU_SLOTS; the half and done by their RMWs)
+ * and 4 stores (rseq_cs, the half, a sum, done); TALLY_RSEQ_CLEAR_CS adds
+ * a store, rseq_cs = 0. The two sections before were 23, with rseq_cs
+ * stored twice and cpu_id loaded and checked twice. Arming by compare
+ * then store (as the group update does: a load in place of the store,
+ * the store out of line when rseq_cs points elsewhere) measured 3-9%
+ * slower here (bench/RESULTS.md), so the section stores. Before the section
+ * (tally__hist_record()): the value's bucket (pxor; cvtsi2sd; movq; a
+ * load of the shift; shr), the window check (sub; cmp; jae), the active
+ * bank word (a load; lea for the half's offset; and for 4 k), the loads
+ * of the chunk's shift and __rseq_offset and done's addend (movabs n +
+ * 2^63): 14 more; in a loop, the value's load and the loop's own.
  *
  * Elsewhere (TALLY_PCPU_MODE 1 or 3, no rseq, other architectures):
  * tally__hist_record_atomic() from stage NOTHING.
@@ -194,7 +190,10 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 		".long 0, 0\n\t"
 		".quad 1f, 2f - 1f, 4f\n\t"
 		".popsection\n\t"
-		TALLY__RSEQ_ARM("%q[t]", "7")
+		"0:\n\t"
+		"leaq 3b(%%rip), %q[t]\n\t"
+		"movq %q[t], %%fs:%c[cs](%[rs])\n\t" /* arm */
+		"1:\n\t"
 		"movl %%fs:%c[id](%[rs]), %k[a]\n\t"
 		TALLY__RSEQ_CPU_CHECK("%k[a]", "5f")
 		"shlq %%cl, %q[a]\n\t"
@@ -222,7 +221,6 @@ TALLY__INLINE void tally__hist_add(struct tally_hist *h, size_t off, uint32_t n,
 		"addl %k[dn], %k[r]\n\t" /* old half + n: did it wrap? */
 		"jc %l[wrapped]\n\t"
 		"jmp %l[half]\n\t"
-		TALLY__RSEQ_ARM_OUT("%q[t]", "7")
 		"5:\n\t" TALLY__RSEQ_CLEAR
 		"jmp %l[nothing]\n\t"
 		"6:\n\t" TALLY__RSEQ_CLEAR

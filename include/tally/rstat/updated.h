@@ -418,6 +418,40 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
 
 #if TALLY__HAVE_RSEQ
 /* The operand modifier for a word-sized register (32- or 64-bit words). */
+/*
+ * Arming the section of tally__rstat_rseq_mod(). Where rseq_cs is left
+ * set after a section (TALLY_RSEQ_CLEAR_CS 0), it still points at this
+ * site's descriptor when the same site runs again, unless the kernel
+ * cleared it (a preemption or a signal outside a section) or another
+ * section ran since: the section's first instruction compares it (a load,
+ * not a store) and stores the descriptor only when it differs, out of
+ * line, then compares again. The compare is inside the section (start_ip
+ * at 1): a thread interrupted after finding its descriptor there is
+ * aborted (the kernel sees the descriptor and an IP in its range), and
+ * one interrupted on the way to storing it is outside any range, so
+ * nothing there can depend on the descriptor; the cpu_id load comes only
+ * after a compare that found it set. With TALLY_RSEQ_CLEAR_CS 1 the
+ * pointer is 0 after every section: the plain store.
+ */
+#  if TALLY_RSEQ_CLEAR_CS
+#    define TALLY__RSTAT_ARM                                                                   \
+	"0:\n\t"                                                                               \
+	"leaq 3b(%%rip), %q[tmp]\n\t"                                                          \
+	"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
+	"1:\n\t"
+#    define TALLY__RSTAT_ARM_OUT ""
+#  else
+#    define TALLY__RSTAT_ARM                                                                   \
+	"0:\n\t"                                                                               \
+	"leaq 3b(%%rip), %q[tmp]\n\t"                                                          \
+	"1:\n\t"                                                                               \
+	"cmpq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
+	"jne 5f\n\t"
+#    define TALLY__RSTAT_ARM_OUT                                                               \
+	"5:\n\t"                                                                               \
+	"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
+	"jmp 1b\n\t"
+#  endif
 #  if TALLY_WORD_BITS == 32
 #    define TALLY__RSTAT_WREG "k"
 #    define TALLY__RSTAT_WADD "addl"
@@ -479,7 +513,7 @@ TALLY__INLINE bool tally__rstat_rseq_mod(const struct tally_group *g, unsigned c
 		".long 0, 0\n\t"
 		".quad 1f, 2f - 1f, 4f\n\t"
 		".popsection\n\t"
-		TALLY__RSEQ_ARM("%q[tmp]", "5") /* tally/rseq.h */
+		TALLY__RSTAT_ARM
 		"movl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
 		TALLY__RSEQ_CPU_CHECK("%k[cpu]", "6f")
 		"movl %k[cpu], %k[off]\n\t"
@@ -498,7 +532,7 @@ TALLY__INLINE bool tally__rstat_rseq_mod(const struct tally_group *g, unsigned c
 		".long %c[sig]\n\t"
 		"4:\n\t"
 		"jmp 0b\n\t"
-		TALLY__RSEQ_ARM_OUT("%q[tmp]", "5")
+		TALLY__RSTAT_ARM_OUT
 		"6:\n\t"
 		TALLY__RSEQ_CLEAR
 		"jmp %l[none]\n\t"
