@@ -97,6 +97,25 @@ static uint32_t half_at(const struct tally_hist *h, unsigned slot, unsigned j)
 			       __ATOMIC_RELAXED);
 }
 
+/* A fresh histogram, the thread on CPU a: its slot count, the active
+ * bank's record offset and v's bucket. */
+struct trial {
+	struct tally_hist h;
+	struct tally_hist_snap s;
+	unsigned nr, j;
+	size_t rec;
+};
+
+static void trial_init(struct trial *t, int a, int64_t v)
+{
+	CHECK_EQ(harness_pin(a), 0);
+	CHECK_EQ(tally_hist_init(&t->h, NULL), 0);
+	CHECK_EQ(tally_hist_snap_init(&t->s, &t->h), 0);
+	t->nr = t->h.tally__pcpu.nr;
+	t->rec = TALLY__HIST_BANK_BYTES * tally__hist_bank(t->h.tally__act);
+	t->j = tally__hist_pos_slow(&t->h.tally__l, (uint64_t)v);
+}
+
 /*
  * On CPU a, one record of v with trap *flag armed (moved to CPU b in the
  * trap if b >= 0); where it must land: its record (done, sum) on the shared
@@ -106,25 +125,23 @@ static uint32_t half_at(const struct tally_hist *h, unsigned slot, unsigned j)
 static void trapped_record(volatile unsigned char *flag, const char *what, int a, int b,
 			   int shared)
 {
-	struct tally_hist h;
-	struct tally_hist_snap s;
 	int64_t v = 123456; /* in the fast window */
-	unsigned j, k, slot, nr, halves = 0;
+	struct trial t;
+	struct tally_hist *h = &t.h;
+	struct tally_hist_snap *s = &t.s;
+	unsigned slot, halves = 0, nr, j;
 	size_t rec;
-	CHECK_EQ(harness_pin(a), 0);
-	CHECK_EQ(tally_hist_init(&h, NULL), 0);
-	CHECK_EQ(tally_hist_snap_init(&s, &h), 0);
-	nr = h.tally__pcpu.nr;
-	k = tally__hist_bank(h.tally__act);
-	rec = TALLY__HIST_BANK_BYTES * k;
-	j = tally__hist_pos_slow(&h.tally__l, (uint64_t)v);
+	trial_init(&t, a, v);
+	nr = t.nr;
+	j = t.j;
+	rec = t.rec;
 	traps = aborted = 0;
-	watch_h = &h;
+	watch_h = h;
 	watch_slot = (unsigned)a;
 	seen_done = seen_sum = seen_other = 99;
 	move_to = b;
 	*flag = 1;
-	CHECK_EQ(tally_hist_record(&h, v), 0);
+	CHECK_EQ(tally_hist_record(h, v), 0);
 	move_to = -1;
 	watch_h = NULL;
 	CHECK(traps == 1, "%s: %d traps, expected 1", what, (int)traps);
@@ -134,9 +151,9 @@ static void trapped_record(volatile unsigned char *flag, const char *what, int a
 	/* The halves first: one counted twice would make the snapshot wait
 	 * for a record that never completes. */
 	for (slot = 0; slot <= nr; slot++)
-		halves += half_at(&h, slot, j);
+		halves += half_at(h, slot, j);
 	CHECK(halves == 1, "%s: the bucket's halves hold %u records", what, halves);
-	CHECK(half_at(&h, (unsigned)a, j) == 1, "%s: the half is not on CPU %d's slot", what, a);
+	CHECK(half_at(h, (unsigned)a, j) == 1, "%s: the half is not on CPU %d's slot", what, a);
 	if (halves != 1)
 		goto out;
 	if (flag == &hist_trap_commit)
@@ -146,29 +163,29 @@ static void trapped_record(volatile unsigned char *flag, const char *what, int a
 		      (unsigned long long)seen_other);
 	if (shared) {
 		/* the atomic format: done 1, sum[0] v; nothing on the CPUs' */
-		CHECK(u64_at(&h, nr, rec) == 1 && u64_at(&h, nr, rec + 8) == (uint64_t)v,
+		CHECK(u64_at(h, nr, rec) == 1 && u64_at(h, nr, rec + 8) == (uint64_t)v,
 		      "%s: shared slot done %llu sum %llu", what,
-		      (unsigned long long)u64_at(&h, nr, rec),
-		      (unsigned long long)u64_at(&h, nr, rec + 8));
-		CHECK_EQ(u64_at(&h, (unsigned)a, rec) << 1, 0u);
+		      (unsigned long long)u64_at(h, nr, rec),
+		      (unsigned long long)u64_at(h, nr, rec + 8));
+		CHECK_EQ(u64_at(h, (unsigned)a, rec) << 1, 0u);
 		if (b >= 0)
-			CHECK_EQ(u64_at(&h, (unsigned)b, rec) << 1, 0u);
+			CHECK_EQ(u64_at(h, (unsigned)b, rec) << 1, 0u);
 	} else {
 		/* the rseq format: done 1 with its parity flipped, sum[1] v */
-		CHECK(u64_at(&h, (unsigned)a, rec) == (1u | (uint64_t)1 << 63) &&
-			      u64_at(&h, (unsigned)a, rec + 16) == (uint64_t)v,
+		CHECK(u64_at(h, (unsigned)a, rec) == (1u | (uint64_t)1 << 63) &&
+			      u64_at(h, (unsigned)a, rec + 16) == (uint64_t)v,
 		      "%s: CPU slot done %llx sum[1] %llu", what,
-		      (unsigned long long)u64_at(&h, (unsigned)a, rec),
-		      (unsigned long long)u64_at(&h, (unsigned)a, rec + 16));
-		CHECK_EQ(u64_at(&h, nr, rec), 0u);
+		      (unsigned long long)u64_at(h, (unsigned)a, rec),
+		      (unsigned long long)u64_at(h, (unsigned)a, rec + 16));
+		CHECK_EQ(u64_at(h, nr, rec), 0u);
 	}
-	CHECK_EQ(tally_hist_snapshot_raw(&h, &s), 0);
-	CHECK(s.count == 1 && s.counts[j] == 1 && s.sum == (uint64_t)v,
-	      "%s: count %llu, bucket %llu, sum %llu", what, (unsigned long long)s.count,
-	      (unsigned long long)s.counts[j], (unsigned long long)s.sum);
+	CHECK_EQ(tally_hist_snapshot_raw(h, s), 0);
+	CHECK(s->count == 1 && s->counts[j] == 1 && s->sum == (uint64_t)v,
+	      "%s: count %llu, bucket %llu, sum %llu", what, (unsigned long long)s->count,
+	      (unsigned long long)s->counts[j], (unsigned long long)s->sum);
 out:
-	tally_hist_snap_destroy(&s);
-	tally_hist_destroy(&h);
+	tally_hist_snap_destroy(s);
+	tally_hist_destroy(h);
 }
 
 /*
@@ -180,44 +197,43 @@ out:
 static void wrapped_record(int trap, int a)
 {
 	const char *what = trap ? "aborted after a wrapping add" : "a wrapping add";
-	struct tally_hist h;
-	struct tally_hist_snap s;
 	int64_t v = 5000;
-	unsigned j, k, nr;
-	size_t rec;
+	struct trial t;
+	struct tally_hist *h = &t.h;
+	struct tally_hist_snap *s = &t.s;
+	unsigned nr, j;
+	size_t rec, k;
 	uint64_t carry;
-	CHECK_EQ(harness_pin(a), 0);
-	CHECK_EQ(tally_hist_init(&h, NULL), 0);
-	CHECK_EQ(tally_hist_snap_init(&s, &h), 0);
-	nr = h.tally__pcpu.nr;
-	k = tally__hist_bank(h.tally__act);
-	rec = TALLY__HIST_BANK_BYTES * k;
-	j = tally__hist_pos_slow(&h.tally__l, (uint64_t)v);
-	CHECK_EQ(tally_hist_record_n(&h, v, TALLY_HIST_N_MAX), 0);
-	CHECK_EQ(half_at(&h, (unsigned)a, j), UINT32_MAX);
+	trial_init(&t, a, v);
+	nr = t.nr;
+	j = t.j;
+	rec = t.rec;
+	k = rec / TALLY__HIST_BANK_BYTES;
+	CHECK_EQ(tally_hist_record_n(h, v, TALLY_HIST_N_MAX), 0);
+	CHECK_EQ(half_at(h, (unsigned)a, j), UINT32_MAX);
 	traps = aborted = 0;
 	hist_trap_carry = (unsigned char)trap;
-	CHECK_EQ(tally_hist_record(&h, v), 0);
+	CHECK_EQ(tally_hist_record(h, v), 0);
 	hist_trap_carry = 0;
 	CHECK(traps == trap && aborted == trap, "%s: %d traps, %s", what, (int)traps,
 	      aborted ? "aborted" : "not aborted");
-	carry = __atomic_load_n(&h.tally__carry[(size_t)k * h.tally__l.nr + j], __ATOMIC_RELAXED);
-	CHECK(half_at(&h, (unsigned)a, j) == 0 && carry == (uint64_t)1 << 32,
-	      "%s: half %u, carry %llu", what, half_at(&h, (unsigned)a, j),
+	carry = __atomic_load_n(&h->tally__carry[(size_t)k * h->tally__l.nr + j], __ATOMIC_RELAXED);
+	CHECK(half_at(h, (unsigned)a, j) == 0 && carry == (uint64_t)1 << 32,
+	      "%s: half %u, carry %llu", what, half_at(h, (unsigned)a, j),
 	      (unsigned long long)carry);
 	if (carry != (uint64_t)1 << 32)
 		goto out; /* the snapshot would wait for it */
-	CHECK(u64_at(&h, nr, rec) == 1 && u64_at(&h, nr, rec + 8) == (uint64_t)v,
-	      "%s: shared slot done %llu sum %llu", what, (unsigned long long)u64_at(&h, nr, rec),
-	      (unsigned long long)u64_at(&h, nr, rec + 8));
-	CHECK_EQ(tally_hist_snapshot_raw(&h, &s), 0);
-	CHECK(s.count == (uint64_t)1 << 32 && s.counts[j] == (uint64_t)1 << 32 &&
-		      s.sum == (uint64_t)v << 32,
-	      "%s: count %llu, bucket %llu, sum %llu", what, (unsigned long long)s.count,
-	      (unsigned long long)s.counts[j], (unsigned long long)s.sum);
+	CHECK(u64_at(h, nr, rec) == 1 && u64_at(h, nr, rec + 8) == (uint64_t)v,
+	      "%s: shared slot done %llu sum %llu", what, (unsigned long long)u64_at(h, nr, rec),
+	      (unsigned long long)u64_at(h, nr, rec + 8));
+	CHECK_EQ(tally_hist_snapshot_raw(h, s), 0);
+	CHECK(s->count == (uint64_t)1 << 32 && s->counts[j] == (uint64_t)1 << 32 &&
+		      s->sum == (uint64_t)v << 32,
+	      "%s: count %llu, bucket %llu, sum %llu", what, (unsigned long long)s->count,
+	      (unsigned long long)s->counts[j], (unsigned long long)s->sum);
 out:
-	tally_hist_snap_destroy(&s);
-	tally_hist_destroy(&h);
+	tally_hist_snap_destroy(s);
+	tally_hist_destroy(h);
 }
 
 int main(void)
