@@ -159,10 +159,11 @@ TALLY__COLD void tally__hist_record_slow(struct tally_hist *h, size_t off, uint3
  * a sum; nr too with TALLY_CPU_SLOTS; the half and done by their RMWs)
  * and 4 stores (rseq_cs, the half, a sum, done); TALLY_RSEQ_CLEAR_CS adds
  * a store, rseq_cs = 0. The two sections before were 23, with rseq_cs
- * stored twice and cpu_id loaded and checked twice. Arming by compare
- * then store (as the group update does: a load in place of the store,
- * the store out of line when rseq_cs points elsewhere) measured 3-9%
- * slower here (bench/RESULTS.md), so the section stores. Before the section
+ * stored twice and cpu_id loaded and checked twice; the xaddl costs
+ * about what that saved (bench/RESULTS.md). Arming by compare then store
+ * (as the group update does: a load in place of the store, the store out
+ * of line when rseq_cs points elsewhere) measured no faster, so the
+ * section stores. Before the section
  * (tally__hist_record()): the value's bucket (pxor; cvtsi2sd; movq; a
  * load of the shift; shr), the window check (sub; cmp; jae), the active
  * bank word (a load; lea for the half's offset; and for 4 k), the loads
