@@ -17,13 +17,18 @@
  *   - a CPU beyond the slots (the TALLY_CPU_SLOTS=1 build,
  *     hist_rseq_slots1, on CPU 1): nothing is added by the section, the
  *     whole record lands on the shared slot, in the atomic format;
- *   - values inside and outside the fast window, each in its bucket.
+ *   - values inside and outside the fast window, each in its bucket;
+ *   - threads recording while another sends them signals whose handler
+ *     records too (the interrupted section aborted wherever the signal
+ *     lands, the handler's own section nested in it): every bucket, the
+ *     count and the sum exact at the end.
  * Every case checks the words where the record landed, then a snapshot:
  * its bucket, count (== the buckets) and sum, to the last unit.
  * Exit 77 (skip) where the rseq path is not compiled in, rseq is not
  * registered, or the thread cannot run on two CPUs.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -236,6 +241,129 @@ out:
 	tally_hist_destroy(h);
 }
 
+/* ---- threads recording under a storm of signals --------------------------- */
+#define STORM_THREADS 4
+#define STORM_RECORDS 500000
+#define STORM_VALUES 8
+/* In and out of the fast window (the handler records the first). */
+static const int64_t storm_vals[STORM_VALUES] = {7, 200, 5000, 123456, 99999999,
+						 3600000000000ll, 3600000000001ll, 0};
+static struct tally_hist storm_h;
+static __thread uint64_t storm_in_handler;
+
+static void on_storm(int sig)
+{
+	(void)sig;
+	/* nested: the interrupted record's section was aborted */
+	tally_hist_record(&storm_h, storm_vals[0]);
+	storm_in_handler++;
+}
+
+struct storm_worker {
+	pthread_t tid;
+	int id, started, done;
+	uint64_t n[STORM_VALUES]; /* records of each value, the handler's included */
+};
+
+static void *storm_work(void *arg)
+{
+	struct storm_worker *w = (struct storm_worker *)arg;
+	sigset_t set;
+	int i;
+	__atomic_store_n(&w->started, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < STORM_RECORDS; i++) {
+		unsigned x = (unsigned)(i * 5 + w->id) % STORM_VALUES;
+		tally_hist_record(&storm_h, storm_vals[x]);
+		w->n[x]++;
+		if ((i & 4095) == 0)
+			sched_yield();
+	}
+	/* no handler runs after its total is read */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	w->n[0] += storm_in_handler;
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void storm(void)
+{
+	static struct storm_worker ws[STORM_THREADS];
+	struct tally_hist_snap s;
+	struct sigaction sa;
+	uint64_t want[STORM_VALUES] = {0}, count = 0, sum = 0, halves = 0;
+	unsigned long signals = 0;
+	unsigned i, x, slot, k, left;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_storm;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	CHECK_EQ(tally_hist_init(&storm_h, NULL), 0);
+	CHECK_EQ(tally_hist_snap_init(&s, &storm_h), 0);
+	for (i = 0; i < STORM_THREADS; i++) {
+		ws[i].id = (int)i;
+		CHECK_EQ(pthread_create(&ws[i].tid, NULL, storm_work, &ws[i]), 0);
+	}
+	/* Signal the started workers until every one is done. */
+	do {
+		struct timespec ts = {0, 20000};
+		left = 0;
+		for (i = 0; i < STORM_THREADS; i++) {
+			if (__atomic_load_n(&ws[i].done, __ATOMIC_ACQUIRE))
+				continue;
+			left++;
+			if (__atomic_load_n(&ws[i].started, __ATOMIC_ACQUIRE) &&
+			    pthread_kill(ws[i].tid, SIGUSR1) == 0)
+				signals++;
+		}
+		nanosleep(&ts, NULL);
+	} while (left && signals < 40000);
+	for (i = 0; i < STORM_THREADS; i++) {
+		CHECK_EQ(pthread_join(ws[i].tid, NULL), 0);
+		for (x = 0; x < STORM_VALUES; x++)
+			want[x] += ws[i].n[x];
+	}
+	for (x = 0; x < STORM_VALUES; x++) {
+		count += want[x];
+		sum += want[x] * (uint64_t)storm_vals[x];
+	}
+	/* The halves first (a half counted twice would make the snapshot
+	 * wait): all records went to the active bank. */
+	k = tally__hist_bank(storm_h.tally__act);
+	for (slot = 0; slot < tally__pcpu_slots(&storm_h.tally__pcpu); slot++)
+		for (i = 0; i < storm_h.tally__l.nr; i++)
+			halves += __atomic_load_n(
+				(const uint32_t *)tally__pcpu_at(&storm_h.tally__pcpu, slot,
+								 tally__hist_half_off(i, k)),
+				__ATOMIC_RELAXED);
+	CHECK(halves == count, "storm: the halves hold %llu records, %llu made",
+	      (unsigned long long)halves, (unsigned long long)count);
+	if (halves == count) {
+		uint64_t on_shared = __atomic_load_n(
+			(const uint64_t *)tally__pcpu_at(&storm_h.tally__pcpu, storm_h.tally__pcpu.nr,
+							 TALLY__HIST_BANK_BYTES * k),
+			__ATOMIC_RELAXED);
+		CHECK_EQ(tally_hist_snapshot_raw(&storm_h, &s), 0);
+		CHECK_EQ(s.count, count);
+		CHECK_EQ(s.sum, sum);
+		for (x = 0; x < STORM_VALUES; x++) {
+			/* the values' buckets are distinct */
+			unsigned j = tally__hist_pos_slow(&storm_h.tally__l, (uint64_t)storm_vals[x]);
+			CHECK(s.counts[j] == want[x], "storm: value %lld: bucket %llu, %llu made",
+			      (long long)storm_vals[x], (unsigned long long)s.counts[j],
+			      (unsigned long long)want[x]);
+		}
+		printf("hist_rseq: %d threads, %llu records, %lu signals, %llu finished on the "
+		       "shared slot: exact\n",
+		       STORM_THREADS, (unsigned long long)count, signals,
+		       (unsigned long long)on_shared);
+	}
+	tally_hist_snap_destroy(&s);
+	tally_hist_destroy(&storm_h);
+}
+
 int main(void)
 {
 	struct sigaction sa;
@@ -282,6 +410,7 @@ int main(void)
 	tally_hist_destroy(&h);
 	(void)trapped_record;
 	(void)wrapped_record;
+	(void)storm;
 	return harness_exit("hist_rseq_slots1");
 #endif
 	memset(&sa, 0, sizeof(sa));
@@ -296,7 +425,8 @@ int main(void)
 	trapped_record(&hist_trap_commit, "trap before the commit, moved", a, b, 1);
 	wrapped_record(1, a);
 	wrapped_record(0, a);
-	CHECK_EQ(harness_pin(a), 0);
+	CHECK_EQ(sched_setaffinity(0, sizeof(allowed), &allowed), 0); /* both CPUs */
+	storm();
 
 	/* Every exit, then values in and out of the fast window, exactly. */
 	CHECK_EQ(tally_hist_init(&h, NULL), 0);
