@@ -35,7 +35,9 @@
  * reads; each bank only grows, so later cuts contain earlier ones.
  * tests/formal/hist.pml checks this with SPIN, and that it fails with the
  * halves read before done, without the add-up check, with done added
- * before the sum, or with a record's sum and done on two slots.
+ * before the sum, or with a record's sum and done on two slots; -DRSEQ
+ * checks it against the rseq path's record (hist/record.h), aborted
+ * anywhere.
  */
 #ifndef TALLY_HIST_CUT_H
 #define TALLY_HIST_CUT_H

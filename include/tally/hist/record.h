@@ -42,7 +42,7 @@ TALLY__INLINE unsigned tally__hist_atomic_slot(const struct tally__pcpu *p)
 	return tally__cpu() % p->nr;
 }
 
-/* How far a record got before it left the rseq sections. */
+/* How far a record got before it left the rseq section. */
 enum tally__hist_stage {
 	TALLY__HIST_NOTHING, /* nothing added */
 	TALLY__HIST_HALF,    /* the half added on some slot, no carry out */
