@@ -3,8 +3,8 @@
  * are about, through the header's test hooks (TALLY__TEST_HOOK and
  * TALLY__RSTAT_RSEQ_HOOK, defined here before the include), instead of
  * waiting for a schedule to produce them:
- *   - an update that migrates between its word add and its dirty bytes
- *     (x86_64 with rseq): a trap between the add's section and the byte
+ *   - an update that migrates between its word add and its dirty marks
+ *     (x86_64 with rseq): a trap between the add's section and the mark
  *     stores whose handler moves the thread to another CPU; the update
  *     must still mark its group in the record of the slot its add landed
  *     on, and a flush must reflect it;
@@ -116,7 +116,7 @@ static void two_cpus(int *a, int *b)
 
 /*
  * The rseq update adds on CPU a's slot, traps, is moved to CPU b, and
- * stores its dirty bytes from b: they must land in a's record (the add's
+ * stores its dirty marks from b: they must land in a's record (the add's
  * slot), not b's, and nothing in b's record may claim the group (the
  * trap hit the window). A forced flush then reflects the update, in g and
  * the root. An update that marked the slot of the CPU it runs on after
@@ -141,16 +141,14 @@ Test(rstat_hooks, update_migrated_between_add_and_marking_is_flushed)
 	cr_assert_not_null(g);
 	for (k = 1; k <= 3; k++) {
 		unsigned s = (unsigned)a;
-		unsigned char *mark_a =
-			(unsigned char *)tally__rstat_dirty_at(g->tally__dirty.block,
-							       g->tally__dirty.stride, s)
-				->byte_leaf +
-			(g->tally__dirty.id & 4095u);
-		unsigned char *mark_b =
-			(unsigned char *)tally__rstat_dirty_at(g->tally__dirty.block,
-							       g->tally__dirty.stride, (unsigned)b)
-				->byte_leaf +
-			(g->tally__dirty.id & 4095u);
+		/* g's mark: two to a 64-bit word */
+		unsigned m = g->tally__dirty.id & 4095u, shift = 32u * (m & 1u);
+		uint64_t *mark_a = &tally__rstat_dirty_at(g->tally__dirty.block,
+							  g->tally__dirty.stride, s)
+					    ->mark_leaf[m / 2u];
+		uint64_t *mark_b = &tally__rstat_dirty_at(g->tally__dirty.block,
+							  g->tally__dirty.stride, (unsigned)b)
+					    ->mark_leaf[m / 2u];
 		cr_assert_eq(harness_pin(a), 0);
 		trap_cpu = b;
 		trap_moved = 0;
@@ -159,9 +157,9 @@ Test(rstat_hooks, update_migrated_between_add_and_marking_is_flushed)
 		cr_assert(trap_moved, "round %d: the trap did not move the thread", k);
 		cr_assert_eq(sched_getcpu(), b);
 		cr_assert_lt(s, tally__pcpu_slots(&g->tally__pcpu) - 1u);
-		cr_assert_eq(__atomic_load_n(mark_a, __ATOMIC_RELAXED), 1,
+		cr_assert_eq((uint32_t)(__atomic_load_n(mark_a, __ATOMIC_RELAXED) >> shift), 1,
 			     "round %d: the update did not mark the slot of its add", k);
-		cr_assert_eq(__atomic_load_n(mark_b, __ATOMIC_RELAXED), 0,
+		cr_assert_eq((uint32_t)(__atomic_load_n(mark_b, __ATOMIC_RELAXED) >> shift), 0,
 			     "round %d: the update marked the slot it migrated to", k);
 		sum += k;
 		tally_group_flush_force(root);

@@ -1,6 +1,6 @@
 /*
  * Unit tests for tally/rstat.h's owner path (x86_64 with rseq: an update
- * stores its dirty bytes with plain stores in its CPU's own half of the
+ * stores its dirty marks with plain stores in its CPU's own half of the
  * slot's record, in a restartable section after the word add; see Memory
  * ordering in rstat.h). Where the path is not compiled in or rseq is not
  * registered (valgrind, qemu-user, GLIBC_TUNABLES=glibc.pthread.rseq=0)
@@ -26,15 +26,31 @@ static struct tally__rstat_dirty *rec(const struct tally_group *g, unsigned s)
 	return tally__rstat_dirty_at(g->tally__dirty.block, g->tally__dirty.stride, s);
 }
 
-/* g's byte, and its summary byte, in the owner's half of slot s */
-static unsigned char *byte_leaf(const struct tally_group *g, unsigned s)
+/* The 64-bit word that holds g's mark (two marks to a word), and the
+ * mark's shift in it: in the owner's half of slot s. */
+static uint64_t *mark_word(const struct tally_group *g, unsigned s, int summary, unsigned *shift)
 {
-	return (unsigned char *)rec(g, s)->byte_leaf + (g->tally__dirty.id & 4095u);
+	unsigned id = g->tally__dirty.id, m = summary ? (id >> 6) & 63u : id & 4095u;
+	*shift = 32u * (m & 1u);
+	return summary ? &rec(g, s)->mark_summary[m / 2u] : &rec(g, s)->mark_leaf[m / 2u];
 }
 
-static unsigned char *byte_summary(const struct tally_group *g, unsigned s)
+/* g's mark, or its summary mark, in the owner's half of slot s */
+static uint32_t mark(const struct tally_group *g, unsigned s, int summary)
 {
-	return (unsigned char *)rec(g, s)->byte_summary + ((g->tally__dirty.id >> 6) & 63u);
+	unsigned shift;
+	uint64_t *w = mark_word(g, s, summary, &shift);
+	return (uint32_t)(__atomic_load_n(w, __ATOMIC_RELAXED) >> shift);
+}
+
+/* Set g's mark, or its summary mark, in slot s to v (the other mark of
+ * the word unchanged). */
+static void set_mark(const struct tally_group *g, unsigned s, int summary, uint32_t v)
+{
+	unsigned shift;
+	uint64_t *w = mark_word(g, s, summary, &shift);
+	__atomic_fetch_and(w, ~((uint64_t)0xffffffffu << shift), __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(w, (uint64_t)v << shift, __ATOMIC_SEQ_CST);
 }
 
 /* every word of the owner's half of slot s is 0 */
@@ -42,11 +58,11 @@ static int own_clean(const struct tally_group *g, unsigned s)
 {
 	const struct tally__rstat_dirty *d = rec(g, s);
 	unsigned i;
-	for (i = 0; i < 8; i++)
-		if (__atomic_load_n(&d->byte_summary[i], __ATOMIC_RELAXED))
+	for (i = 0; i < 32; i++)
+		if (__atomic_load_n(&d->mark_summary[i], __ATOMIC_RELAXED))
 			return 0;
-	for (i = 0; i < TALLY__RSTAT_BLOCK_IDS / 8; i++)
-		if (__atomic_load_n(&d->byte_leaf[i], __ATOMIC_RELAXED))
+	for (i = 0; i < TALLY__RSTAT_BLOCK_IDS / 2; i++)
+		if (__atomic_load_n(&d->mark_leaf[i], __ATOMIC_RELAXED))
 			return 0;
 	return 1;
 }
@@ -61,9 +77,9 @@ Test(rstat_owner, update_marks_the_owner_half_and_a_flush_clears_it)
 	cr_assert_not_null(g);
 	cr_assert_eq(tally_group_mod(g, 1, 7), 0);
 	for (s = 0; s < t->tally__ids.nr_slots; s++)
-		if (__atomic_load_n(byte_leaf(g, s), __ATOMIC_RELAXED)) {
-			cr_assert_eq(__atomic_load_n(byte_leaf(g, s), __ATOMIC_RELAXED), 1);
-			cr_assert_eq(__atomic_load_n(byte_summary(g, s), __ATOMIC_RELAXED), 1);
+		if (mark(g, s, 0)) {
+			cr_assert_eq(mark(g, s, 0), 1);
+			cr_assert_eq(mark(g, s, 1), 1);
 			marked++;
 		}
 	if (owner_path())
@@ -81,12 +97,12 @@ Test(rstat_owner, update_marks_the_owner_half_and_a_flush_clears_it)
 
 /*
  * Updater B of the same CPU was interrupted in its section after storing
- * its leaf byte and before its summary store (it restarts later), and a
- * drain has cleared the summary since: the leaf byte is set under a clear
+ * its leaf mark and before its summary store (it restarts later), and a
+ * drain has cleared the summary since: the leaf mark is set under a clear
  * summary. Updater A then updates the same group on that CPU and returns;
  * a flush after that must show A's delta. It does because A stores both
  * bits every time: an update that skipped its stores when it found its
- * leaf byte already set would leave the summary clear and the flush would
+ * leaf mark already set would leave the summary clear and the flush would
  * miss A. Made by hand in every slot, three rounds.
  */
 Test(rstat_owner, update_beside_an_interrupted_owner_of_the_same_slot)
@@ -96,8 +112,8 @@ Test(rstat_owner, update_beside_an_interrupted_owner_of_the_same_slot)
 	unsigned s, round;
 	for (round = 1; round <= 3; round++) {
 		for (s = 0; s < t->tally__ids.nr_slots; s++) {
-			__atomic_store_n(byte_leaf(g, s), (unsigned char)1, __ATOMIC_SEQ_CST);
-			__atomic_store_n(byte_summary(g, s), (unsigned char)0, __ATOMIC_SEQ_CST);
+			set_mark(g, s, 0, 1);
+			set_mark(g, s, 1, 0);
 		}
 		cr_assert_eq(tally_group_mod(g, 0, 5), 0); /* A */
 		tally_group_flush_force(root);
@@ -132,15 +148,14 @@ Test(rstat_owner, many_groups_exact)
 		     want);
 	for (i = 0; i < N; i++)
 		for (s = 0; s < t->tally__ids.nr_slots; s++)
-			cr_assert_eq(__atomic_load_n(byte_leaf(g[i], s), __ATOMIC_RELAXED), 0);
+			cr_assert_eq(mark(g[i], s, 0), 0);
 	tally_tree_destroy(t);
 }
 
 /*
- * The update's section compares rseq_cs with its descriptor and stores it
- * only when it differs (TALLY_RSEQ_CLEAR_CS 0): after another site's
- * section (a counter add) or a clear (what the kernel does at a
- * preemption outside a section), the next update must arm its own
+ * With rseq_cs left set after a section (TALLY_RSEQ_CLEAR_CS 0): after
+ * another site's section (a counter add) or a clear (what the kernel does
+ * at a preemption outside a section), the next update must arm its own
  * descriptor again, and every update must count once.
  */
 /* one call site: one descriptor */

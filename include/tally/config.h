@@ -167,8 +167,8 @@
 /**
  * TALLY_RSTAT_MEMBARRIER: how tally_group_mod() orders its word add before
  * its dirty-bit check against a concurrent flush, where the update cannot
- * use the byte half of the dirty record (that half, written with plain
- * byte stores after an rseq add on x86_64, needs no barrier): the atomic
+ * use the mark half of the dirty record (that half, written with plain
+ * 32-bit stores after an rseq add on x86_64, needs no barrier): the atomic
  * path, other architectures.
  *   0  a full fence in such updates, paired with one after every drain
  *      pass (default: flushes stay cheap, which readers that flush need)
@@ -177,7 +177,7 @@
  *      compiler barrier and a flush whose drain cleared a shared-half bit
  *      calls membarrier() (microseconds: an IPI to every CPU running a
  *      thread of the process); elsewhere, as 0. For update-heavy trees
- *      that rarely flush, on platforms without the byte half.
+ *      that rarely flush, on platforms without the mark half.
  * Decided per tree when it is created; translation units may differ.
  */
 #ifndef TALLY_RSTAT_MEMBARRIER

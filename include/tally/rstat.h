@@ -61,7 +61,7 @@
  *
  * Update (tally_group_mod): add to this CPU slot's word; then, ordered
  * after the add (see Memory ordering), mark the group dirty in the slot's
- * dirty record (on x86_64 with rseq: two plain byte stores in the byte
+ * dirty record (on x86_64 with rseq: two plain 32-bit stores in the mark
  * half of the slot's record, right after the add's restartable section;
  * elsewhere: in the shared half, a load and an atomic OR only if the bit
  * is clear); then count |delta| toward the flush thresholds of the group
@@ -208,7 +208,7 @@
  * other flushes on the same tree.
  *
  * Why this holds, for the shared half of the dirty bitmaps (its barrier
- * pair) and for the byte half (x86_64 with rseq, no barrier): the
+ * pair) and for the mark half (x86_64 with rseq, no barrier): the
  * argument at the top of tally/rstat/updated.h, checked by the SPIN
  * models in tests/formal/bitmap.pml.
  *
@@ -283,7 +283,7 @@ extern "C" {
  * done, no count but g's taken yet), rstat_flush_walked (its second walk
  * is done, the counts not yet settled). TALLY__RSTAT_RSEQ_HOOK is an
  * assembler string placed between the word add's section and the dirty
- * byte stores of the x86_64 rseq update (a test puts a trap there and
+ * mark stores of the x86_64 rseq update (a test puts a trap there and
  * migrates the thread in its handler). Both expand to nothing by default.
  */
 #ifndef TALLY__TEST_HOOK
@@ -328,7 +328,7 @@ struct tally_group {
 	unsigned tally__nr_items;
 	/* The items tally_group_mod()'s fast path serves: nr_items while g
 	 * is alive, 0 from its destroy on (stored with dead), and 0 where the
-	 * byte path cannot reach g's chunk (x86_64 with rseq, regions not
+	 * mark path cannot reach g's chunk (x86_64 with rseq, regions not
 	 * 2^TALLY_PCPU_REGION_SHIFT apart: a chunk past 64 KiB); atomic */
 	unsigned tally__fast_items;
 	int tally__dead; /* set by destroy under the flush lock; atomic */
@@ -820,7 +820,7 @@ static inline void tally__rstat_mod_count(struct tally_group *g, unsigned s, tal
 }
 
 /*
- * tally_group_mod() without the byte half: the add (rseq or atomic, on
+ * tally_group_mod() without the mark half: the add (rseq or atomic, on
  * any chunk), BARRIER_U, the shared half's marking, the threshold count.
  * g alive, item in range, delta != 0.
  */
@@ -843,7 +843,7 @@ static inline void tally__rstat_mod_fenced(struct tally_group *g, unsigned item,
 /*
  * tally_group_mod() for what its first check turns away: NULL g or a bad
  * item (-EINVAL, an assertion in TALLY_DEBUG builds), g destroyed, or a
- * live g whose chunk the byte path cannot reach (fast_items 0: the fenced
+ * live g whose chunk the mark path cannot reach (fast_items 0: the fenced
  * update).
  */
 static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, tally_sword delta)
@@ -869,7 +869,7 @@ static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, ta
 #if TALLY__API_BODY
 TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
 {
-	/* One compare turns away a bad item, a destroyed g and a g the byte
+	/* One compare turns away a bad item, a destroyed g and a g the mark
 	 * path cannot reach (fast_items 0 for both). */
 	if (tally__unlikely(!g || item >= tally__load(&g->tally__fast_items)))
 		return tally__rstat_mod_slow(g, item, delta);
@@ -877,7 +877,7 @@ TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword
 		return 0;
 #if TALLY__HAVE_RSEQ
 	{
-		/* The add and the dirty bytes, no barrier (updated.h). */
+		/* The add and the dirty marks, no barrier (updated.h). */
 		unsigned char *base = g->tally__pcpu.base;
 		size_t soff;
 		unsigned long gen;

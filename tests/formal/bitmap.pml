@@ -65,9 +65,10 @@
  *                    clear: no evidence for relaxed bit RMWs on CPUs that
  *                    reorder stores (not modelled).
  *   -DBYTES          the rseq path of x86_64 (tally__rstat_rseq_mod()):
- *                    each slot's record has a byte half (a byte per group,
- *                    a summary byte) that an update whose rseq add landed
- *                    on the slot sets with two plain byte stores of 1,
+ *                    each slot's record has a mark half (a 32-bit mark
+ *                    per group, a summary mark; bytes in the model: the
+ *                    width changes nothing here) that an update whose rseq add landed
+ *                    on the slot sets with two plain stores of 1,
  *                    leaf then summary, right after the add's section,
  *                    outside any section (on another CPU if it migrated:
  *                    no exclusion, nothing read), every time, no barrier.

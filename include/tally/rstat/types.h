@@ -26,26 +26,30 @@ struct tally_group;
  *                          leaf word ((id >> 6) & 63); set by any thread
  *                          with sequentially consistent loads and ORs after
  *                          a barrier (the fenced protocol)
- *   byte_summary,          the byte half (x86_64 with rseq): a byte per
- *   byte_leaf              group (byte id & 4095 of byte_leaf) and a
- *                          summary byte per 64 of them (byte (id >> 6) &
- *                          63 of byte_summary), set to 1 with plain byte
- *                          stores by an update whose rseq add landed on
- *                          this slot, after that add (tally__rstat_rseq_mod()):
- *                          no mask to load, no read-modify-write, no
- *                          exclusion
- * Drains exchange both halves to 0, 64 bits at a time (a byte store and a
- * locked exchange of the word around it are ordered on x86: the byte is
- * in what the exchange read, or set after it). See the argument at the
- * top of rstat/updated.h.
+ *   mark_summary,          the mark half (x86_64 with rseq): a 32-bit
+ *   mark_leaf              mark per group (mark id & 4095 of mark_leaf)
+ *                          and a summary mark per 64 of them (mark
+ *                          (id >> 6) & 63 of mark_summary), set to 1 with
+ *                          plain 32-bit stores by an update whose rseq add
+ *                          landed on this slot, after that add
+ *                          (tally__rstat_rseq_mod()): no mask to load, no
+ *                          read-modify-write, no exclusion. 32 bits, not
+ *                          a byte: some x86 cores (AMD Zen 3) take
+ *                          about a nanosecond more per update for a byte
+ *                          store that follows another to the same byte
+ *                          (bench/RESULTS.md)
+ * Drains exchange both halves to 0, 64 bits at a time (a 32-bit store and
+ * a locked exchange of the aligned word around it are ordered on x86: the
+ * mark is in what the exchange read, or set after it). See the argument at
+ * the top of rstat/updated.h.
  * A block's records are one object of the cold per-CPU arena (slot s's in
  * CPU s's region: no two slots share a line). Private.
  */
 struct tally__rstat_dirty {
-	uint64_t byte_summary[8]; /* one line: a drain checks it at once */
+	uint64_t mark_summary[32]; /* 64 marks, two to a word */
 	uint64_t summary;
 	uint64_t leaf[64];
-	uint64_t byte_leaf[TALLY__RSTAT_BLOCK_IDS / 8];
+	uint64_t mark_leaf[TALLY__RSTAT_BLOCK_IDS / 2]; /* two marks to a word */
 };
 
 /*
@@ -160,9 +164,9 @@ struct tally__rstat_gdirty {
 	size_t stride;        /* bytes from one slot's record to the next */
 	size_t leaf_off;      /* bytes from a record to the group's leaf word */
 	uint64_t bit, sbit;   /* the group's leaf bit and its summary bit */
-	/* Slot 0's bytes of the byte half that the rseq update sets: the
-	 * group's in byte_leaf, and its leaf word's in byte_summary. */
-	unsigned char *byte_leaf, *byte_summary;
+	/* Slot 0's marks of the mark half that the rseq update sets: the
+	 * group's in mark_leaf, and its 64 ids' in mark_summary. */
+	unsigned char *mark_leaf, *mark_summary;
 	unsigned id;
 };
 

@@ -11,7 +11,7 @@
  *   dirty bitmaps    per block and CPU slot, two halves (struct
  *                    tally__rstat_dirty): a summary word and 64 leaf words
  *                    (the shared half: tally__rstat_mark_dirty()), and
- *                    the same as bytes (the byte half, x86_64 with rseq:
+ *                    the same as 32-bit marks (the mark half, x86_64 with rseq:
  *                    tally__rstat_rseq_mod()); set by updates, cleared by
  *                    drains (tally__rstat_drain())
  *   updated trees    per slot, under the flush lock: the dirty groups and
@@ -55,21 +55,21 @@
  * half (the urcu-memb scheme); a tree picks one at creation and keeps it
  * (tally/rstat/updated.h).
  *
- * The byte half (x86_64 with rseq, tally__rstat_rseq_mod()): no barrier
+ * The mark half (x86_64 with rseq, tally__rstat_rseq_mod()): no barrier
  * in the update, and no section for the marking. Each slot's record has a
- * second summary and leaf, a byte per group and per leaf word, which an
- * update whose rseq add landed on the slot sets to 1 with two plain byte
- * stores, leaf then summary, right after the add (on the CPU of the add,
- * or on another one if the thread migrated in between). A store of a
- * constant to a byte reads nothing, so writers need no exclusion: none
- * undoes another's, and a drain's exchange of the 64-bit word around a
- * byte either reads it or leaves it set for the next drain. The update
- * stores the bytes every time, after its word add, and x86 keeps a
- * thread's stores in order (a context switch between them is a full
- * barrier): a drain exchange (a full barrier) that reads the byte reads
- * the add after it. That is message passing, not store buffering: the
- * update never acts on a load that may pass its own add (skipping the
- * stores when both bytes are already set would: tests/formal/bitmap.pml
+ * second summary and leaf, a 32-bit mark per group and per 64 groups,
+ * which an update whose rseq add landed on the slot sets to 1 with two
+ * plain 32-bit stores, leaf then summary, right after the add (on the CPU
+ * of the add, or on another one if the thread migrated in between). A
+ * store of a constant to a mark reads nothing, so writers need no
+ * exclusion: none undoes another's, and a drain's exchange of the aligned
+ * 64-bit word around a mark either reads it or leaves it set for the next
+ * drain. The update stores the marks every time, after its word add, and
+ * x86 keeps a thread's stores in order (a context switch between them is
+ * a full barrier): a drain exchange (a full barrier) that reads the mark
+ * reads the add after it. That is message passing, not store buffering:
+ * the update never acts on a load that may pass its own add (skipping the
+ * stores when both marks are already set would: tests/formal/bitmap.pml
  * -DBYTES -DBYTES_SKIP fails, as does storing them before the add,
  * -DBYTES -DBYTES_FIRST; -DBYTES passes).
  *
@@ -252,12 +252,12 @@ static inline int tally__rstat_id_alloc(struct tally_tree *t, struct tally_group
 	g->tally__dirty.stride = ids->stride;
 	g->tally__dirty.leaf_off = offsetof(struct tally__rstat_dirty, leaf) +
 				   ((id >> 6) & 63u) * sizeof(uint64_t);
-	g->tally__dirty.byte_leaf = g->tally__dirty.block +
-				   offsetof(struct tally__rstat_dirty, byte_leaf) +
-				   (id & (TALLY__RSTAT_BLOCK_IDS - 1u));
-	g->tally__dirty.byte_summary = g->tally__dirty.block +
-				      offsetof(struct tally__rstat_dirty, byte_summary) +
-				      ((id >> 6) & 63u);
+	g->tally__dirty.mark_leaf = g->tally__dirty.block +
+				   offsetof(struct tally__rstat_dirty, mark_leaf) +
+				   (id & (TALLY__RSTAT_BLOCK_IDS - 1u)) * sizeof(uint32_t);
+	g->tally__dirty.mark_summary = g->tally__dirty.block +
+				      offsetof(struct tally__rstat_dirty, mark_summary) +
+				      ((id >> 6) & 63u) * sizeof(uint32_t);
 	g->tally__dirty.bit = 1ull << (id & 63u);
 	g->tally__dirty.sbit = 1ull << ((id >> 6) & 63u);
 	return 0;
@@ -363,7 +363,7 @@ TALLY__INLINE void tally__rstat_barrier_update(const struct tally_tree *t)
  * a thread of the process), a pass that cleared a bit of a shared half
  * leaves one owed (flush lock), paid before the next word load
  * (tally__rstat_barrier_flush()). A pass that cleared nothing there pairs
- * with no fenced update (the byte halves need none); a barrier owed by an
+ * with no fenced update (the mark halves need none); a barrier owed by an
  * earlier flush is still owed (the flush lock orders them), so every word
  * load comes after a barrier that follows every clear made before it.
  */
@@ -417,41 +417,7 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
 }
 
 #if TALLY__HAVE_RSEQ
-/* The operand modifier for a word-sized register (32- or 64-bit words). */
-/*
- * Arming the section of tally__rstat_rseq_mod(). Where rseq_cs is left
- * set after a section (TALLY_RSEQ_CLEAR_CS 0), it still points at this
- * site's descriptor when the same site runs again, unless the kernel
- * cleared it (a preemption or a signal outside a section) or another
- * section ran since: the section's first instruction compares it (a load,
- * not a store) and stores the descriptor only when it differs, out of
- * line, then compares again. The compare is inside the section (start_ip
- * at 1): a thread interrupted after finding its descriptor there is
- * aborted (the kernel sees the descriptor and an IP in its range), and
- * one interrupted on the way to storing it is outside any range, so
- * nothing there can depend on the descriptor; the cpu_id load comes only
- * after a compare that found it set. With TALLY_RSEQ_CLEAR_CS 1 the
- * pointer is 0 after every section: the plain store.
- */
-#  if TALLY_RSEQ_CLEAR_CS
-#    define TALLY__RSTAT_ARM                                                                   \
-	"0:\n\t"                                                                               \
-	"leaq 3b(%%rip), %q[tmp]\n\t"                                                          \
-	"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
-	"1:\n\t"
-#    define TALLY__RSTAT_ARM_OUT ""
-#  else
-#    define TALLY__RSTAT_ARM                                                                   \
-	"0:\n\t"                                                                               \
-	"leaq 3b(%%rip), %q[tmp]\n\t"                                                          \
-	"1:\n\t"                                                                               \
-	"cmpq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
-	"jne 5f\n\t"
-#    define TALLY__RSTAT_ARM_OUT                                                               \
-	"5:\n\t"                                                                               \
-	"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"                                                 \
-	"jmp 1b\n\t"
-#  endif
+/* The word add's operand size (32- or 64-bit words). */
 #  if TALLY_WORD_BITS == 32
 #    define TALLY__RSTAT_WREG "k"
 #    define TALLY__RSTAT_WADD "addl"
@@ -463,7 +429,8 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
  * tally__rstat_rseq_mod - tally_group_mod()'s word add and dirty marking
  * on x86_64 with rseq, without a barrier: one restartable section on
  * glibc's rseq area (tally__rseq_add()'s, see tally/rseq.h, with the add
- * as one instruction: no new value is wanted), then two plain byte stores.
+ * as one instruction: no new value is wanted), then two plain 32-bit
+ * stores.
  *   section:  on the current CPU c (registered and within the slots:
  *             TALLY__RSEQ_CPU_CHECK, see tally__rseq_add(); g's regions
  *             are 2^TALLY_PCPU_REGION_SHIFT apart, which tally_group_mod()
@@ -471,38 +438,46 @@ TALLY__INLINE void tally__rstat_mark_dirty(const struct tally_group *g, unsigned
  *             add to memory), the word at item0 + TALLY__RSTAT_WORD_OFF in
  *             slot c's chunk (item0: g's slot 0 chunk + item * the word's
  *             size).
- *   then:     byte_leaf byte = 1, then byte_summary byte = 1, in slot c's
- *             record (the add's slot, wherever the thread runs by now).
+ *   then:     g's mark_leaf mark = 1, then its mark_summary mark = 1, in
+ *             slot c's record (the add's slot, wherever the thread runs
+ *             by now).
  * Returns true with *soff = c << TALLY_PCPU_REGION_SHIFT (the offset of
  * slot c's chunk and record from slot 0's); false, nothing done (use
  * tally__pcpu_add() and the fenced marking), through an out-of-line exit
  * (asm goto).
  *
- * Why no barrier, and no section for the bytes: a store of the constant 1
- * to a byte needs no exclusion (any number of threads, on any CPU, leave
- * the byte 1; nothing is read, so no store of one thread undoes
- * another's, and a drain's exchange either reads the byte or comes before
+ * Why no barrier, and no section for the marks: a store of the constant 1
+ * to a mark needs no exclusion (any number of threads, on any CPU, leave
+ * the mark 1; nothing is read, so no store of one thread undoes
+ * another's, and a drain's exchange either reads the mark or comes before
  * it and leaves it set for the next drain). x86 keeps a thread's stores
  * in order (TSO), across a migration too (the context switch is a full
- * barrier): whoever sees a byte this update stored (the drain's exchange,
+ * barrier): whoever sees a mark this update stored (the drain's exchange,
  * a full barrier) sees the word add before it. The update stores its
- * bytes every time, never "already set: skip", so it never relies on a
+ * marks every time, never "already set: skip", so it never relies on a
  * load passing its own word store (the store-buffering pair the fenced
  * protocol pays its fence for). The argument and its SPIN model
  * (tests/formal/bitmap.pml, -DBYTES): the argument at the top of this
- * file.
+ * file. The marks are 32 bits wide, not bytes: on AMD Zen 3 a byte store
+ * right after another to the same byte costs about a nanosecond more per
+ * update in a loop on one group; 32- and 64-bit stores do not.
+ *
+ * The section is armed by storing the descriptor's address into rseq_cs
+ * every time, as tally__rseq_add() does (one store, and no branch; a
+ * compare that stored only when rseq_cs differed cost an instruction more
+ * and was no faster once the marks were 32-bit stores).
  *
  * The instructions (g's fields are loaded before, where the compiler
  * hoists or folds them): the section as tally__rseq_add()'s, with one add
- * to memory for its load, add and store (8: arm, cpu_id, test, exit,
- * the slot's offset in two, the add); then the two byte stores. With the
+ * to memory for its load, add and store (8: arm in two, cpu_id, test,
+ * exit, the slot's offset, the add); then the two mark stores. With the
  * threshold check after it (tally_group_mod()), what the update path adds
  * to the counter add's.
  */
 TALLY__INLINE bool tally__rstat_rseq_mod(const struct tally_group *g, unsigned char *item0,
 					 tally_uword d, size_t *soff)
 {
-	unsigned cpu, nr = g->tally__pcpu.nr;
+	unsigned nr = g->tally__pcpu.nr;
 	size_t off;
 	uint64_t tmp;
 	(void)nr; /* read by the section only with TALLY_CPU_SLOTS */
@@ -513,36 +488,37 @@ TALLY__INLINE bool tally__rstat_rseq_mod(const struct tally_group *g, unsigned c
 		".long 0, 0\n\t"
 		".quad 1f, 2f - 1f, 4f\n\t"
 		".popsection\n\t"
-		TALLY__RSTAT_ARM
-		"movl %%fs:%c[id](%[rs]), %k[cpu]\n\t"
-		TALLY__RSEQ_CPU_CHECK("%k[cpu]", "6f")
-		"movl %k[cpu], %k[off]\n\t"
+		"0:\n\t"
+		"leaq 3b(%%rip), %q[tmp]\n\t"
+		"movq %q[tmp], %%fs:%c[cs](%[rs])\n\t"
+		"1:\n\t"
+		"movl %%fs:%c[id](%[rs]), %k[off]\n\t"
+		TALLY__RSEQ_CPU_CHECK("%k[off]", "6f")
 		"shlq %[rshift], %q[off]\n\t"
 		TALLY__RSTAT_WADD " %" TALLY__RSTAT_WREG "[d], %c[woff](%[w0], %q[off])\n\t" /* commit */
 		"2:\n\t"
 		TALLY__RSEQ_CLEAR
 		TALLY__RSTAT_RSEQ_HOOK /* tests only: see rstat.h */
-		/* the dirty bytes of slot cpu's record (records one region
-		 * apart, like the chunks: the same offset) */
-		"movb $1, (%[leaf], %q[off])\n\t"
-		"movb $1, (%[summ], %q[off])\n\t"
+		/* the marks in slot cpu's record (records one region apart,
+		 * like the chunks: the same offset) */
+		"movl $1, (%[leaf], %q[off])\n\t"
+		"movl $1, (%[summ], %q[off])\n\t"
 		/* out of line: the abort, and the exit with nothing done */
 		".subsection 1\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long %c[sig]\n\t"
 		"4:\n\t"
 		"jmp 0b\n\t"
-		TALLY__RSTAT_ARM_OUT
 		"6:\n\t"
 		TALLY__RSEQ_CLEAR
 		"jmp %l[none]\n\t"
 		".previous\n\t"
-		: [cpu] "=&r"(cpu), [off] "=&r"(off), [tmp] "=&r"(tmp)
+		: [off] "=&r"(off), [tmp] "=&r"(tmp)
 		: [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),
 		  [id] "i"(offsetof(struct rseq, cpu_id)), TALLY__RSEQ_NR(nr),
 		  [w0] "r"(item0), [woff] "i"(TALLY__RSTAT_WORD_OFF), [d] "re"(d),
-		  [rshift] "i"(TALLY_PCPU_REGION_SHIFT), [leaf] "r"(g->tally__dirty.byte_leaf),
-		  [summ] "r"(g->tally__dirty.byte_summary), [sig] "i"(RSEQ_SIG)
+		  [rshift] "i"(TALLY_PCPU_REGION_SHIFT), [leaf] "r"(g->tally__dirty.mark_leaf),
+		  [summ] "r"(g->tally__dirty.mark_summary), [sig] "i"(RSEQ_SIG)
 		: "memory", "cc"
 		: none);
 	*soff = off;
@@ -705,35 +681,37 @@ static inline int tally__rstat_drain_half(struct tally_tree *t, unsigned s, unsi
 }
 
 /*
- * The byte half of block b's record of slot s: for each set summary
- * byte (exchanged 64 bits at a time), exchange the 64 group bytes it
- * stands for (summary first, as for the shared half), and link each live
- * group whose byte was set (tally__rstat_drain_link()).
+ * The mark half of block b's record of slot s, for its first nr_ids ids
+ * (no mark is ever set past the ids handed out): for each set summary mark
+ * (exchanged 64 bits, two marks, at a time), exchange the 64 group marks
+ * it stands for (summary first, as for the shared half), and link each
+ * live group whose mark was set (tally__rstat_drain_link()).
  */
-static inline void tally__rstat_drain_bytes(struct tally_tree *t, unsigned s, unsigned b,
-					  struct tally__rstat_dirty *d)
+static inline void tally__rstat_drain_marks(struct tally_tree *t, unsigned s, unsigned b,
+					    unsigned nr_ids, struct tally__rstat_dirty *d)
 {
-	unsigned q, w;
-	for (q = 0; q < 8; q++) {
+	unsigned q, w, nq = (nr_ids + 127u) / 128u;
+	for (q = 0; q < nq; q++) {
 		uint64_t x;
-		if (!__atomic_load_n(&d->byte_summary[q], __ATOMIC_SEQ_CST))
+		unsigned h;
+		if (!__atomic_load_n(&d->mark_summary[q], __ATOMIC_SEQ_CST))
 			continue;
-		x = __atomic_exchange_n(&d->byte_summary[q], (uint64_t)0, __ATOMIC_SEQ_CST);
-		while (x) {
-			/* leaf word j: groups j * 64 .. j * 64 + 63, 8 to a word */
-			unsigned j = q * 8u + (unsigned)__builtin_ctzll(x) / 8u;
-			x &= ~((uint64_t)0xff << ((unsigned)__builtin_ctzll(x) / 8u * 8u));
-			for (w = 0; w < 8; w++) {
-				uint64_t *lw = &d->byte_leaf[j * 8u + w], y;
+		x = __atomic_exchange_n(&d->mark_summary[q], (uint64_t)0, __ATOMIC_SEQ_CST);
+		for (h = 0; h < 2; h++) {
+			/* summary mark j: groups j * 64 .. j * 64 + 63, two to a word */
+			unsigned j = q * 2u + h;
+			if (!(uint32_t)(x >> (32u * h)))
+				continue;
+			for (w = 0; w < 32; w++) {
+				uint64_t *lw = &d->mark_leaf[j * 32u + w], y;
+				unsigned id = b * TALLY__RSTAT_BLOCK_IDS + j * 64u + w * 2u;
 				if (!__atomic_load_n(lw, __ATOMIC_SEQ_CST))
 					continue;
 				y = __atomic_exchange_n(lw, (uint64_t)0, __ATOMIC_SEQ_CST);
-				while (y) {
-					unsigned k = (unsigned)__builtin_ctzll(y) / 8u;
-					y &= ~((uint64_t)0xff << (k * 8u));
-					tally__rstat_drain_link(t, s, b * TALLY__RSTAT_BLOCK_IDS +
-									   j * 64u + w * 8u + k);
-				}
+				if ((uint32_t)y)
+					tally__rstat_drain_link(t, s, id);
+				if (y >> 32)
+					tally__rstat_drain_link(t, s, id + 1u);
 			}
 		}
 	}
@@ -742,7 +720,7 @@ static inline void tally__rstat_drain_bytes(struct tally_tree *t, unsigned s, un
 /*
  * Drain slot s: both halves of every block's record. Returns whether it
  * cleared any bit of a shared half (the fenced protocol, which BARRIER_F
- * pairs with); the byte halves need no barrier beyond the exchanges
+ * pairs with); the mark halves need no barrier beyond the exchanges
  * (see tally__rstat_rseq_mod()). BARRIER_F must come between this and any
  * load of a word.
  */
@@ -754,8 +732,12 @@ static inline int tally__rstat_drain(struct tally_tree *t, unsigned s)
 	for (b = 0; b < ids->nr_blocks; b++) {
 		struct tally__rstat_dirty *d =
 			tally__rstat_dirty_at(ids->blocks[b].base, ids->stride, s);
+		unsigned in_block = ids->nr_ids - b * TALLY__RSTAT_BLOCK_IDS;
 		cleared |= tally__rstat_drain_half(t, s, b, &d->summary, d->leaf);
-		tally__rstat_drain_bytes(t, s, b, d);
+		tally__rstat_drain_marks(t, s, b,
+					 in_block < TALLY__RSTAT_BLOCK_IDS ? in_block
+									   : TALLY__RSTAT_BLOCK_IDS,
+					 d);
 	}
 	return cleared;
 }
