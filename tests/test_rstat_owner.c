@@ -153,6 +153,41 @@ Test(rstat_owner, many_groups_exact)
 }
 
 /*
+ * A drain reads the mark half only as far as the ids handed out: the
+ * groups at the ends of that range (ids 127, 128, 4095 and 4096: the two
+ * marks of one summary word, the last of the first block, the first of
+ * the second) and the last id handed out, one update each, are all
+ * flushed, exactly, and their marks cleared.
+ */
+Test(rstat_owner, marks_at_the_ends_of_the_ids_handed_out)
+{
+	enum { N = 4100 };
+	static struct tally_group *g[N + 1];
+	static const unsigned ids[] = {127, 128, 255, 4095, 4096, N};
+	struct tally_tree *t = tally_tree_create(1);
+	struct tally_group *root = tally_tree_root(t);
+	unsigned i, k, s;
+	cr_assert_eq(root->tally__dirty.id, 0);
+	for (i = 1; i <= N; i++) {
+		g[i] = tally_group_create(root);
+		cr_assert_not_null(g[i]);
+		cr_assert_eq(g[i]->tally__dirty.id, i);
+	}
+	cr_assert_eq(t->tally__ids.nr_ids, N + 1u);
+	for (k = 0; k < sizeof(ids) / sizeof(ids[0]); k++)
+		cr_assert_eq(tally_group_mod(g[ids[k]], 0, (tally_sword)k + 1), 0);
+	tally_group_flush_force(root);
+	for (k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+		cr_assert_eq(tally_group_read_local(g[ids[k]], 0), (tally_sword)k + 1,
+			     "the flush missed id %u", ids[k]);
+		for (s = 0; s < t->tally__ids.nr_slots; s++)
+			cr_assert_eq(mark(g[ids[k]], s, 0), 0);
+	}
+	cr_assert_eq(tally_group_read(root, 0), 21);
+	tally_tree_destroy(t);
+}
+
+/*
  * With rseq_cs left set after a section (TALLY_RSEQ_CLEAR_CS 0): after
  * another site's section (a counter add) or a clear (what the kernel does
  * at a preemption outside a section), the next update must arm its own
