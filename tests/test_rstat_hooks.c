@@ -141,7 +141,8 @@ Test(rstat_hooks, update_migrated_between_add_and_marking_is_flushed)
 	cr_assert_not_null(g);
 	for (k = 1; k <= 3; k++) {
 		unsigned s = (unsigned)a;
-		/* g's mark: two to a 64-bit word */
+		/* g's mark: two to a 64-bit word (x86_64: the lower address is
+		 * the low half) */
 		unsigned m = g->tally__dirty.id & 4095u, shift = 32u * (m & 1u);
 		uint64_t *mark_a = &tally__rstat_dirty_at(g->tally__dirty.block,
 							  g->tally__dirty.stride, s)

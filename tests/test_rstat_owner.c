@@ -27,11 +27,13 @@ static struct tally__rstat_dirty *rec(const struct tally_group *g, unsigned s)
 }
 
 /* The 64-bit word that holds g's mark (two marks to a word), and the
- * mark's shift in it: in the owner's half of slot s. */
+ * mark's shift in it (the mark at the lower address is the low half on a
+ * little-endian machine): in the owner's half of slot s. */
 static uint64_t *mark_word(const struct tally_group *g, unsigned s, int summary, unsigned *shift)
 {
 	unsigned id = g->tally__dirty.id, m = summary ? (id >> 6) & 63u : id & 4095u;
-	*shift = 32u * (m & 1u);
+	unsigned little = tally__rstat_mark_of(1, 0) == 1;
+	*shift = 32u * ((m & 1u) ^ !little);
 	return summary ? &rec(g, s)->mark_summary[m / 2u] : &rec(g, s)->mark_leaf[m / 2u];
 }
 

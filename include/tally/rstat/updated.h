@@ -680,6 +680,15 @@ static inline int tally__rstat_drain_half(struct tally_tree *t, unsigned s, unsi
 	return cleared;
 }
 
+/* Mark k (0: the one at the lower address) of a 64-bit word of the mark
+ * half, whatever the byte order. */
+TALLY__INLINE uint32_t tally__rstat_mark_of(uint64_t w, unsigned k)
+{
+	uint32_t m[2];
+	memcpy(m, &w, sizeof(m));
+	return m[k];
+}
+
 /*
  * The mark half of block b's record of slot s, for its first nr_ids ids
  * (no mark is ever set past the ids handed out): for each set summary mark
@@ -700,7 +709,7 @@ static inline void tally__rstat_drain_marks(struct tally_tree *t, unsigned s, un
 		for (h = 0; h < 2; h++) {
 			/* summary mark j: groups j * 64 .. j * 64 + 63, two to a word */
 			unsigned j = q * 2u + h;
-			if (!(uint32_t)(x >> (32u * h)))
+			if (!tally__rstat_mark_of(x, h))
 				continue;
 			for (w = 0; w < 32; w++) {
 				uint64_t *lw = &d->mark_leaf[j * 32u + w], y;
@@ -708,9 +717,9 @@ static inline void tally__rstat_drain_marks(struct tally_tree *t, unsigned s, un
 				if (!__atomic_load_n(lw, __ATOMIC_SEQ_CST))
 					continue;
 				y = __atomic_exchange_n(lw, (uint64_t)0, __ATOMIC_SEQ_CST);
-				if ((uint32_t)y)
+				if (tally__rstat_mark_of(y, 0))
 					tally__rstat_drain_link(t, s, id);
-				if (y >> 32)
+				if (tally__rstat_mark_of(y, 1))
 					tally__rstat_drain_link(t, s, id + 1u);
 			}
 		}
