@@ -18,10 +18,13 @@
  * Runs here (the build's test "fuzz_model" runs 1 and 2 below with a fixed
  * seed; "fuzz_model_replay" runs 3):
  *  1. libFuzzer with clang, in a scratch build folder:
- *       tests/fuzz/run.sh --out /tmp/tally-fuzz -- -runs=10000 -seed=1
- *  2. Long, on demand (a new corpus grows in <out>/corpus; copy the small
- *     interesting units worth keeping into tests/fuzz/corpus/):
+ *       tests/fuzz/run.sh --out /tmp/tally-fuzz -- -runs=2000 -seed=1
+ *  2. Long, on demand (a new corpus grows in <out>/corpus):
  *       tests/fuzz/run.sh --out /tmp/tally-fuzz -- -max_total_time=3600 -jobs=2
+ *     and add to tests/fuzz/corpus/ only the inputs that reach an edge it
+ *     does not (every flavour replays it, so keep it small):
+ *       /tmp/tally-fuzz/fuzz_model -merge=1 -use_counters=0 \
+ *           tests/fuzz/corpus /tmp/tally-fuzz/corpus
  *     With 32-bit words: TALLY_FUZZ_WORD_BITS=32 tests/fuzz/run.sh ...
  *     Reproduce a crash: /tmp/tally-fuzz/fuzz_model crash-<hash>
  *  3. Without libFuzzer (any compiler): build with
