@@ -34,7 +34,7 @@ struct demo {
  * repeats where legacy waited at all: n of them, the median, the range,
  * and a 95% confidence interval of the median [lo, hi]: the order
  * statistics k and n + 1 - k (1-based) for the largest k with
- * P(Binomial(n, 1/2) < k) <= 2.5% (the range where n < 6). */
+ * P(Binomial(n, 1/2) < k) <= 2.5% (the range up to n = 8). */
 struct change {
 	unsigned n;
 	double median, min, max;
