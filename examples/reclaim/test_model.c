@@ -326,6 +326,22 @@ static void test_summary(void)
 	CHECK(c.median == -89.5 && c.min == -99.0 && c.max == -80.0, "total20 %g %g %g", c.median,
 	      c.min, c.max);
 	CHECK(c.lo == -94.0 && c.hi == -85.0, "total20 interval %g %g", c.lo, c.hi);
+	/* 40 repeats (the demo's default), vmstat 10 (r + 1): changes -99 ..
+	 * -60; the interval is the 14th and the 27th (P(X <= 13) = 1.9%,
+	 * P(X <= 14) = 4.0% for X ~ Binomial(40, 1/2)) */
+	memset(&d, 0, sizeof(d));
+	d.repeat = 40;
+	d.ran[MODE_LEGACY] = d.ran[MODE_VMSTAT] = 1;
+	for (unsigned k = 0; k < 40; k++) {
+		fake_run(&r, MODE_LEGACY, 0, 1000);
+		demo_add(&d, k, &r);
+		fake_run(&r, MODE_VMSTAT, 0, 10 * (k + 1));
+		demo_add(&d, k, &r);
+	}
+	site_change(&d, SITE_TOTAL, &c);
+	CHECK_EQ(c.n, 40);
+	CHECK(c.median == -79.5 && c.lo == -86.0 && c.hi == -73.0, "total40 %g [%g, %g]", c.median,
+	      c.lo, c.hi);
 }
 
 /* The list helpers invert each other, and each list's size item follows
