@@ -9,9 +9,17 @@
  * per-CPU path: rseq where available) and once with TALLY_PCPU_MODE=1 and
  * TALLY_BENCH_ATOMIC_TU (the relaxed atomic RMW on the CPU's slot), whose
  * benchmarks are named tally_pcpu_atomic. Each TU uses its own counters,
- * so the two paths never meet on one word.
+ * so the two paths never meet on one word. bench_counter256 is this file
+ * alone, built with TALLY_CPU_SLOTS=256.
  *
- *   counter_add/tally           the default batch (tally_counter_default_batch)
+ *   counter_add/tally           the default: tally_counter_init(c, 0, 0)
+ *   counter_add/tally_flat      a flat counter at the default batch
+ *                               (tally_counter_default_batch()): the
+ *                               default below TALLY_COUNTER_TREE_SLOTS
+ *                               slots, the flat add the tree is held to
+ *                               in bench_counter256 (the file built for
+ *                               256 CPU slots, where counter_add/tally is
+ *                               a tree)
  *   counter_add/tally_batch32   batch 32 (the kernel's percpu_counter_batch
  *                               on a small machine): a fold every 32 adds
  *   counter_add/tally_nofold    the largest batch: never folds; the bare
@@ -57,6 +65,7 @@ struct add_case {
 
 static struct add_case add_default = {0, {0}, 0};
 #ifndef TALLY_BENCH_ATOMIC_TU
+static struct add_case add_flat = {-2, {0}, 0}; /* -2: tally_counter_default_batch() */
 static struct add_case add_batch32 = {32, {0}, 0};
 static struct add_case add_nofold = {-1, {0}, 0}; /* -1: tally_counter_max_batch() */
 static struct add_case add_tree32 = {32, {0}, 1};
@@ -73,7 +82,10 @@ static int add_setup(struct cbench_state *s, void *arg)
 	(void)s;
 	if (a->tree)
 		return tally_counter_init_tree(&a->c, 0, a->batch);
-	return tally_counter_init(&a->c, 0, a->batch < 0 ? tally_counter_max_batch() : a->batch);
+	return tally_counter_init(&a->c, 0,
+				  a->batch == -1   ? tally_counter_max_batch()
+				  : a->batch == -2 ? tally_counter_default_batch()
+						   : a->batch);
 }
 
 static void add_teardown(struct cbench_state *s, void *arg)
@@ -215,6 +227,9 @@ CBENCH_INIT(register_counter)
 							&add_default),
 					add_setup, add_teardown));
 #ifndef TALLY_BENCH_ATOMIC_TU
+	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally_flat", add_body,
+							&add_flat),
+					add_setup, add_teardown));
 	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally_batch32", add_body,
 							&add_batch32),
 					add_setup, add_teardown));

@@ -193,7 +193,8 @@ static inline tally_sword tally_counter_max_batch(void)
  * tally_counter_init_tree - set c up as a counter tree with value initial
  * (percpu_counter_tree; tally/counter/tree.h): each CPU's word carries,
  * when an add moves it across a multiple of batch, into a word shared by
- * eight CPUs, which carries into the next level the same way (units of
+ * at most eight CPUs (interleaved: consecutive CPUs carry into different
+ * words), which carries into the next level the same way (units of
  * batch * 8^l), up to the top word that read() loads. So the O(1) read is
  * never above the exact value and trails it by less than
  * tally_counter_error_bound(c) = 1 + slots * (batch - 1) + the nodes'

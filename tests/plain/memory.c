@@ -405,10 +405,11 @@ static void *last_slot_adds(void *arg)
 }
 
 /* A tree's nodes cost pages only in the regions of the nodes a CPU
- * carried into: node k of level l in the region of its first slot. The
- * last slot s carries to the top of every counter: resident node pages
- * are then exactly in the regions s - s % 8^l, l = 1..levels, nowhere
- * else (none before). */
+ * carried into: node k of level l in region k. The last slot s carries to
+ * the top of every counter: resident node pages are then exactly in the
+ * regions of its nodes, s mod n_1 at level 1 (n_1 = ceil(slots / 8)
+ * nodes), that mod n_2 at level 2, ... (interleaved: at 256 slots,
+ * regions 31 and 3), nowhere else (none before). */
 static void nodes_phase(void)
 {
 	unsigned i, r, l, levels, s = tally_cpu_slots() - 1u;
@@ -431,8 +432,12 @@ static void nodes_phase(void)
 	most = ((size_t)NCOUNTERS * obj + 2 * page - 1) / page * page;
 	for (r = 0; r <= tally_cpu_slots(); r++) {
 		int carried = 0;
-		for (l = 1; l <= levels; l++)
-			carried |= r == s - s % (1u << (TALLY__TREE_SHIFT * l));
+		unsigned k = s, n = tally_cpu_slots();
+		for (l = 1; l <= levels; l++) {
+			n = (n + 7u) / 8u;
+			k %= n;
+			carried |= r == k;
+		}
 		if (carried)
 			CHECK(nodes_resident(r) > 0 && nodes_resident(r) <= most,
 			      "region %u: %zu bytes resident (at most %zu)", r, nodes_resident(r), most);

@@ -111,7 +111,7 @@ static tally_uword check_nodes(struct tally_counter *c)
 		for (i = 0; i < m; i++)
 			out[i] = 0;
 		for (i = 0; i < n; i++)
-			out[i >> 3] += in[i] & mask;
+			out[i % m] += in[i] & mask; /* interleaved */
 		if (l == 0)
 			out[0] += tally__load(tally__counter_w(c, nr)) & mask;
 		for (i = 0; i < m; i++)

@@ -43,12 +43,12 @@
  *                        here never evicts a line that a counter's or a
  *                        vector's add needs.
  *   TALLY__ARENA_NODES   CPU slots + the shared slot: a counter tree's
- *                        node words (tally/counter/tree.h), each in the
- *                        region of the first slot it covers, written with
- *                        atomics by the CPUs of its span when they carry:
- *                        lines of region r take writes from CPUs r, r + 1,
- *                        ... of a node's span only, and a region no CPU
- *                        carried into costs no page.
+ *                        node words (tally/counter/tree.h), node k of a
+ *                        level in region k (the first slot it covers),
+ *                        written with atomics by the CPUs of its span when
+ *                        they carry: lines of region r take writes from
+ *                        the CPUs of its nodes' spans only, and a region no
+ *                        CPU carried into costs no page.
  *   TALLY__ARENA_SHARED  one region: words every CPU writes with atomics
  *                        (a counter's shared count), packed among
  *                        themselves, away from the heap and from per-CPU
