@@ -12,23 +12,23 @@
  * shared count). Level l carries in units of b_l = b * 8^l (b_0 = b).
  * The nodes interleave: CPU slot s's level-1 node is s mod n_1 (the shared
  * slot joins node 0), a level-l node k's parent is k mod n_(l+1). Each
- * node has at most eight children (s < slots <= 8 n_1), as with the
- * kernel's grouping of consecutive CPUs (s >> 3), and the bound below
- * depends only on the levels' node counts, so it is the same; what
- * changes is which CPUs share a node. Consecutive CPUs are the ones that
+ * node has at most eight children (s < slots <= 8 n_1), as when
+ * consecutive CPUs are grouped (s >> 3, this tree's mapping before), and
+ * the bound below depends only on the levels' node counts, so it is the
+ * same; what changes is which CPUs share a node. Consecutive CPUs are the ones that
  * run together: a cpuset or a taskset range is a run of CPU numbers, and
  * a small machine's CPUs are all consecutive. Grouped by s >> 3, CPUs 0
  * and 1 carry into one level-1 node every b adds each, and that contended
  * line made a two-thread add at 256 slots 1.5-1.9x the flat add on a
  * two-CPU machine; interleaved, 1.1x (bench_counter256, bench/RESULTS.md).
- * Interleaved, any n_1 consecutive CPUs carry into
- * different level-1 nodes, any n_2 into different level-2 nodes, and so
- * on: two or eight consecutive CPUs meet only at the top, which a CPU
- * reaches once per b * 8^L units. The price is on the other side: the
+ * Interleaved, any n_1 consecutive CPUs carry into different level-1
+ * nodes, any n_2 into different level-2 nodes, and so on: two or eight
+ * consecutive CPUs meet only at the top, which a CPU reaches once per
+ * b * 8^L units. The price is on the other side: the
  * CPUs that share a level-1 node are n_1 apart (0, 32, 64, ... at 256
  * slots), often another core complex or socket, so a host whose CPUs all
- * add to one counter moves its level-1 lines farther than the kernel's
- * grouping would (at the same rate, 1/b of the adds).
+ * add to one counter moves its level-1 lines farther than grouping
+ * consecutive CPUs would (at the same rate, 1/b of the adds).
  *
  * Where the nodes are: in the per-CPU arena's node arena
  * (TALLY__ARENA_NODES, tally/pcpu/arena.h), one object of a word per node
