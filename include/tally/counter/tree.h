@@ -22,9 +22,9 @@
  * line made a two-thread add at 256 slots 1.5-1.9x the flat add on a
  * two-CPU machine; interleaved, 1.1x (bench_counter256, bench/RESULTS.md).
  * Interleaved, any n_1 consecutive CPUs carry into different level-1
- * nodes, any n_2 into different level-2 nodes, and so on: two or eight
- * consecutive CPUs meet only at the top, which a CPU reaches once per
- * b * 8^L units. The price is on the other side: the
+ * nodes, any n_2 into different level-2 nodes, and so on: any n_L
+ * consecutive CPUs (L levels; 8 at 64 slots, 4 at 256) meet only at the
+ * top, which a CPU reaches once per b * 8^L units. The price is on the other side: the
  * CPUs that share a level-1 node are n_1 apart (0, 32, 64, ... at 256
  * slots), often another core complex or socket, so a host whose CPUs all
  * add to one counter moves its level-1 lines farther than grouping
