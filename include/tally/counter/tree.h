@@ -9,26 +9,27 @@
  * Above them, levels of shared node words, n_1 = ceil(slots / 8) nodes at
  * level 1 and n_l = ceil(n_(l-1) / 8) at level l, up to the first level
  * with at most eight nodes, whose parent is the top word (the counter's
- * shared count). Level l carries in units of b_l = b * 8^l (b_0 = b).
- * The nodes interleave: CPU slot s's level-1 node is s mod n_1 (the shared
+ * shared count). Level l carries in units of b_l = b * 8^l (b_0 = b). The
+ * nodes interleave: CPU slot s's level-1 node is s mod n_1 (the shared
  * slot joins node 0), a level-l node k's parent is k mod n_(l+1). Each
  * node has at most eight children (s < slots <= 8 n_1), as when
  * consecutive CPUs are grouped (s >> 3, this tree's mapping before), and
  * the bound below depends only on the levels' node counts, so it is the
- * same; what changes is which CPUs share a node. Consecutive CPUs are the ones that
- * run together: a cpuset or a taskset range is a run of CPU numbers, and
- * a small machine's CPUs are all consecutive. Grouped by s >> 3, CPUs 0
- * and 1 carry into one level-1 node every b adds each, and that contended
- * line made a two-thread add at 256 slots 1.5-1.9x the flat add on a
- * two-CPU machine; interleaved, 1.1x (bench_counter256, bench/RESULTS.md).
- * Interleaved, any n_1 consecutive CPUs carry into different level-1
- * nodes, any n_2 into different level-2 nodes, and so on: any n_L
- * consecutive CPUs (L levels; 8 at 64 slots, 4 at 256) meet only at the
- * top, which a CPU reaches once per b * 8^L units. The price is on the other side: the
- * CPUs that share a level-1 node are n_1 apart (0, 32, 64, ... at 256
- * slots), often another core complex or socket, so a host whose CPUs all
- * add to one counter moves its level-1 lines farther than grouping
- * consecutive CPUs would (at the same rate, 1/b of the adds).
+ * same; what changes is which CPUs share a node. Consecutive CPUs are the
+ * ones that run together: a cpuset or a taskset range is a run of CPU
+ * numbers, and a small machine's CPUs are all consecutive. Grouped,
+ * CPUs 0 and 1 carry into one level-1 node every b adds each, and
+ * that contended line made a two-thread add at 256 slots 1.5-1.9x the
+ * flat add on a two-CPU machine; interleaved, 1.1x (bench_counter256,
+ * bench/RESULTS.md). Interleaved, any n_1 consecutive CPUs carry into
+ * different level-1 nodes, any n_2 into different level-2 nodes, and so
+ * on: any n_L consecutive CPUs (L levels; 8 at 64 slots, 4 at 256) meet
+ * only at the top, which a CPU reaches once per b * 8^L units. The price
+ * is on the other side: the CPUs that share a level-1 node are n_1 apart
+ * (0, 32, 64, ... at 256 slots), often another core complex or socket, so
+ * a host whose CPUs all add to one counter moves its level-1 lines
+ * farther than grouping consecutive CPUs would (at the same rate, 1/b of
+ * the adds).
  *
  * Where the nodes are: in the per-CPU arena's node arena
  * (TALLY__ARENA_NODES, tally/pcpu/arena.h), one object of a word per node
@@ -41,19 +42,20 @@
  * written) instead of a cache line each. The node words of many counters
  * pack into the lines of one region, and so do one counter's levels in
  * regions 0 .. n_L - 1. A line of region r is written only by the CPUs of
- * its nodes' spans (the slots s with s mod n_1 = r at level 1, with
- * (s mod n_1) mod n_2 = r at level 2, ...) and only when they carry: as many node writes as with a
- * line per node (at most U / b + U / 8b + ... < 8U / 7b for U units of
- * one sign on a CPU), but writes to different counters' nodes, or to one
- * counter's levels, can now meet on one line. That false sharing is among
- * CPUs that share a node anyway, at the rate of carries, 1/b of the adds:
- * at worst, counters each added to by another CPU of one node's span
- * carry as if those CPUs added to one counter (bench/RESULTS.md,
- * counter_add/tally_tree32_own). A node word never shares a line with a
- * CPU's own words (the hot arena) nor with the cold arena's bases and
- * group slots (whose lines keep only their CPU's and fold_all's writes).
- * Against that, a line per node cost 128 bytes for each node of every
- * counter, resident from init: 4,736 bytes at 256 slots.
+ * its nodes' spans (the slots s with s mod n_1 = r at level 1, with (s
+ * mod n_1) mod n_2 = r at level 2, ...) and only when they carry: as many
+ * node writes as with a line per node (at most U / b + U / 8b + ... < 8U
+ * / 7b for U units of one sign on a CPU), but writes to different
+ * counters' nodes, or to one counter's levels, can now meet on one line.
+ * That false sharing is among CPUs that share a node anyway, at the rate
+ * of carries, 1/b of the adds: at worst, counters each added to by
+ * another CPU of one node's span carry as if those CPUs added to one
+ * counter (bench/RESULTS.md, counter_add/tally_tree32_own). A node word
+ * never shares a line with a CPU's own words (the hot arena) nor with the
+ * cold arena's bases and group slots (whose lines keep only their CPU's
+ * and fold_all's writes). Against that, a line per node cost 128 bytes
+ * for each node of every counter, resident from init: 4,736 bytes at 256
+ * slots.
  *
  * The carry rule: an add that moves a word v across a multiple of b_l,
  * from old to new (the value its own RMW returned: the rseq add, or the
