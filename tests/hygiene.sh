@@ -9,14 +9,24 @@
 #     no liburcu, as C11 with gcc -m32;
 #   - stop at config.h's #error, with its message as the first error, as C99
 #     (gcc, clang) and C++98 (g++, clang++).
-#   tests/hygiene.sh <include-dir>
+#   tests/hygiene.sh <include-dir> [<k>/<n>]
+# With k/n, only the k-th of n shares of the headers (every n-th header from
+# the k-th; the suite runs the shares as separate tests beside each other).
 # A compiler that is not installed is reported as skipped (clang-16 is
 # Debian's package clang-16; ./install-deps installs it). Prints one line per
 # failure (with the compiler's output) and a summary; exits non-zero if
 # anything failed.
 set -uo pipefail
 
-inc=${1:?usage: hygiene.sh <include-dir>}
+inc=${1:?usage: hygiene.sh <include-dir> [<k>/<n>]}
+share=${2:-1/1}
+share_k=${share%/*}
+share_n=${share#*/}
+if ! [[ $share_k =~ ^[0-9]+$ && $share_n =~ ^[0-9]+$ ]] || [ "$share_k" -lt 1 ] ||
+	[ "$share_k" -gt "$share_n" ]; then
+	echo "hygiene: bad share '$share' (k/n, 1 <= k <= n)" >&2
+	exit 2
+fi
 inc=$(cd "$inc" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -74,9 +84,17 @@ refuse() {
 	fi
 }
 
-headers=("$inc"/tally/*.h)
-if [ ! -e "${headers[0]}" ]; then
+all_headers=("$inc"/tally/*.h)
+if [ ! -e "${all_headers[0]}" ]; then
 	echo "hygiene: no headers in $inc/tally" >&2
+	exit 2
+fi
+headers=()
+for i in "${!all_headers[@]}"; do
+	[ $((i % share_n + 1)) = "$share_k" ] && headers+=("${all_headers[$i]}")
+done
+if [ ${#headers[@]} = 0 ]; then
+	echo "hygiene: share $share holds none of the ${#all_headers[@]} headers" >&2
 	exit 2
 fi
 
@@ -131,7 +149,7 @@ for h in "${headers[@]}"; do
 	fi
 done
 
-echo "hygiene: ${#headers[@]} headers, $pass checks passed, $fail failed" \
+echo "hygiene: ${#headers[@]} headers (share $share of ${#all_headers[@]}), $pass checks passed, $fail failed" \
 	"(compilers: ${ccs[*]} ${cxxs[*]})"
 for s in "${skipped[@]}"; do
 	echo "hygiene: skipped $s"

@@ -93,21 +93,46 @@ declare -A seen=()
 tidy_raw="$work/tidy.txt"
 : >"$tidy_raw"
 configs=('' '-DTALLY_WORD_BITS=32')
+# Each tool runs on every (unit, configuration) pair, LINT_JOBS (JOBS, 2)
+# of them at a time; the outputs are then read in order.
+jobs=${LINT_JOBS:-${JOBS:-2}}
+pairs=()
 for tu in "$work"/tu_*.c; do
 	for cfg in "${configs[@]}"; do
-		# shellcheck disable=SC2086
-		clang-tidy --quiet -checks="$checks" --header-filter="^$inc/tally/" "$tu" -- \
-			-std=c11 $cfg -I"$inc" $urcu >"$work/one.txt" 2>&1
-		rc=$?
-		cat "$work/one.txt" >>"$tidy_raw"
-		# Non-zero with no diagnostic of its own: the tool itself failed
-		# (a compile error in a header is a diagnostic, and a finding).
-		if [ $rc -ne 0 ] && ! grep -Eq ': (warning|error): .*\[[a-z0-9,.-]+\]$' "$work/one.txt"; then
-			echo "lint: clang-tidy failed on $(basename "$tu") $cfg:" >&2
-			sed 's/^/    /' "$work/one.txt" | head -20 >&2
-			exit 2
-		fi
+		pairs+=("$tu|$cfg")
 	done
+done
+# each <tool-function>: run it on every pair, $jobs at a time; pair i's
+# output in $work/<tool>.<i>.out, its exit status in $work/<tool>.<i>.rc.
+each() {
+	local fn=$1 i tu cfg
+	for i in "${!pairs[@]}"; do
+		IFS='|' read -r tu cfg <<<"${pairs[$i]}"
+		while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+			wait -n
+		done
+		("$fn" "$tu" "$cfg" >"$work/$fn.$i.out" 2>&1; echo $? >"$work/$fn.$i.rc") &
+	done
+	wait
+}
+tidy() { # <tu> <cfg>
+	# shellcheck disable=SC2086
+	clang-tidy --quiet -checks="$checks" --header-filter="^$inc/tally/" "$1" -- \
+		-std=c11 $2 -I"$inc" $urcu
+}
+each tidy
+for i in "${!pairs[@]}"; do
+	IFS='|' read -r tu cfg <<<"${pairs[$i]}"
+	one=$work/tidy.$i.out
+	rc=$(cat "$work/tidy.$i.rc")
+	cat "$one" >>"$tidy_raw"
+	# Non-zero with no diagnostic of its own: the tool itself failed
+	# (a compile error in a header is a diagnostic, and a finding).
+	if [ "$rc" -ne 0 ] && ! grep -Eq ': (warning|error): .*\[[a-z0-9,.-]+\]$' "$one"; then
+		echo "lint: clang-tidy failed on $(basename "$tu") $cfg:" >&2
+		sed 's/^/    /' "$one" | head -20 >&2
+		exit 2
+	fi
 done
 while IFS= read -r w; do
 	file=${w%%:*}
@@ -134,25 +159,28 @@ echo "lint: clang-tidy: ${#headers[@]} headers, $found findings, $nsup suppresse
 gcc -std=c11 -dM -E -x c /dev/null >"$work/predefs.h" || exit 2
 cpp_raw="$work/cppcheck.txt"
 : >"$cpp_raw"
-for tu in "$work"/tu_*.c; do
-	for cfg in "${configs[@]}"; do
-		# style is left out: it adds scope hints and a false "condition is
-		# always true" in tally_export_negotiate (cppcheck 2.10).
-		# shellcheck disable=SC2086
-		out=$(cppcheck --quiet --std=c11 --enable=warning,performance,portability \
-			--library=posix --include="$work/predefs.h" -D__GNUC__=12 $cfg \
-			--error-exitcode=3 --template='{file}:{line}: {severity}: {message} [{id}]' \
-			-I"$inc" "$tu" 2>&1)
-		rc=$?
-		if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
-			echo "lint: cppcheck failed on $(basename "$tu") $cfg:" >&2
-			echo "$out" | sed 's/^/    /' | head -20 >&2
-			exit 2
-		fi
-		if [ -n "$out" ]; then
-			echo "$out" >>"$cpp_raw"
-		fi
-	done
+cppc() { # <tu> <cfg>
+	# style is left out: it adds scope hints and a false "condition is
+	# always true" in tally_export_negotiate (cppcheck 2.10).
+	# shellcheck disable=SC2086
+	cppcheck --quiet --std=c11 --enable=warning,performance,portability \
+		--library=posix --include="$work/predefs.h" -D__GNUC__=12 $2 \
+		--error-exitcode=3 --template='{file}:{line}: {severity}: {message} [{id}]' \
+		-I"$inc" "$1"
+}
+each cppc
+for i in "${!pairs[@]}"; do
+	IFS='|' read -r tu cfg <<<"${pairs[$i]}"
+	out=$(cat "$work/cppc.$i.out")
+	rc=$(cat "$work/cppc.$i.rc")
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
+		echo "lint: cppcheck failed on $(basename "$tu") $cfg:" >&2
+		echo "$out" | sed 's/^/    /' | head -20 >&2
+		exit 2
+	fi
+	if [ -n "$out" ]; then
+		echo "$out" >>"$cpp_raw"
+	fi
 done
 # A header's finding shows once, whichever translation units include it;
 # the suppressions above apply as to clang-tidy's.
