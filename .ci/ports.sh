@@ -32,9 +32,8 @@ mkdir -p "$root"
 root=$(cd "$root" && pwd)
 jobs=${JOBS:-2}
 export TALLY_STRESS_SECONDS=${TALLY_PORTS_STRESS_SECONDS:-1}
-# Line tables only for the debug information, as in ./run-tests: what a
-# failing program's backtrace needs, at a fraction of full -g's compile.
-gl=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG")
+# gcc's debug information as line tables only (-g1), as in ./run-tests:
+# what a failing program's backtrace needs, without variable tracking.
 g1=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 
 default=(aarch64 armhf s390x musl x32)
@@ -139,8 +138,8 @@ EOF
 		# host's Criterion or liburcu).
 		PKG_CONFIG_LIBDIR=$pcdir PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR=$sys \
 			cmake -S "$src" -B "$b" -DCMAKE_TOOLCHAIN_FILE="$b/toolchain.cmake" \
-			-DCMAKE_BUILD_TYPE=RelWithDebInfo "${gl[@]}" -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF \
-			-DTALLY_RSTAT=$rstat "${only[@]}" >/dev/null
+			-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF -DTALLY_RSTAT=$rstat \
+			"${only[@]}" >/dev/null
 		PKG_CONFIG_LIBDIR=$pcdir PKG_CONFIG_SYSROOT_DIR=$sys cmake --build "$b" -j "$jobs" >/dev/null
 		run_ctest "$b"
 		;;
