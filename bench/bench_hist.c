@@ -16,6 +16,10 @@
  *   hist_record/shared_atomic     buckets and sum in one shared array,
  *                                 relaxed atomic adds (lock xadd)
  *   hist_record/mutex             the same array under a pthread mutex
+ *   hist_record/plain             the floor: the same bucket math, a plain
+ *                                 array per thread (single writer, no
+ *                                 atomics, no per-CPU words), bucket, sum
+ *                                 and count each a plain add
  *   hist_read/snapshot/p:N        tally_hist_snapshot of a filled histogram
  *   hist_read/p99/p:N             tally_hist_quantile(snap, 0.99)
  *
@@ -212,6 +216,38 @@ static void sh_body(struct cbench_state *s, void *arg)
 	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
 }
 
+/* The floor under any histogram that keeps a sum and a count: one writer
+ * per array, plain adds (what a single-threaded histogram does, and less
+ * than HdrHistogram's record, which also tracks min and max). */
+static void plain_body(struct cbench_state *s, void *arg)
+{
+	struct tally__hist_layout l;
+	uint64_t *counts, n, i, k = 0, count = 0;
+	unsigned j;
+	(void)arg;
+	if (tally__hist_opts_layout(NULL, &l) ||
+	    !(counts = (uint64_t *)calloc((size_t)l.nr + 2u, sizeof(uint64_t)))) {
+		cbench_skip(s, "init");
+		return;
+	}
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int u = 0; u < UNROLL; u++) {
+				int64_t v = vals[k++ & (NVALS - 1)];
+				counts[tally__hist_pos(&l, (uint64_t)v)]++;
+				counts[l.nr] += (uint64_t)v;
+				counts[l.nr + 1]++;
+			}
+	for (j = 0; j < l.nr; j++)
+		count += counts[j];
+	cbench_check(s,
+		     count == k && counts[l.nr + 1] == k &&
+			     counts[l.nr] * (uint64_t)cbench_nthreads(s) == expected_sum(s),
+		     "plain not exact");
+	free(counts);
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
 /* ---- the read side ------------------------------------------------------------ */
 static void read_body(struct cbench_state *s, void *arg)
 {
@@ -264,6 +300,7 @@ CBENCH_INIT(register_hist)
 		sh_teardown));
 	cbench_env_threads(cbench_setup(cbench_register("hist_record/mutex", sh_body, &sh_mutex),
 					sh_setup, sh_teardown));
+	cbench_env_threads(cbench_register("hist_record/plain", plain_body, NULL));
 	cbench_arg(cbench_arg(cbench_arg_name(cbench_register("hist_read/snapshot", read_body,
 							       NULL),
 					      "p"),
