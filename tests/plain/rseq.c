@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -236,6 +237,12 @@ static void check_threads(void)
 	tally_uword expect = 0;
 	unsigned long signals = 0;
 	int i, live;
+	/* Under qemu-i386, which loses atomic adds made in signal handlers
+	 * (tests/CMakeLists.txt), the threads run without signals. */
+	const char *nosig = getenv("TALLY_TEST_NO_SIGNALS");
+	int send = !(nosig && *nosig == '1');
+	if (!send)
+		printf("rseq: TALLY_TEST_NO_SIGNALS=1: no signals (the emulator loses handlers' adds)\n");
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART;
@@ -256,13 +263,12 @@ static void check_threads(void)
 			if (!__atomic_load_n(&ws[i].started, __ATOMIC_ACQUIRE) ||
 			    __atomic_load_n(&ws[i].done, __ATOMIC_ACQUIRE))
 				continue;
-			if (pthread_kill(ws[i].tid, SIGUSR1) == 0) {
+			live++;
+			if (send && pthread_kill(ws[i].tid, SIGUSR1) == 0)
 				signals++;
-				live++;
-			}
 		}
 		nanosleep(&ts, NULL);
-	} while (live && signals < 40000);
+	} while (live && (!send || signals < 40000));
 	for (i = 0; i < THREADS; i++) {
 		pthread_join(ws[i].tid, NULL);
 		expect += ws[i].sum;
