@@ -24,6 +24,12 @@
  *     count and the sum exact at the end.
  * Every case checks the words where the record landed, then a snapshot:
  * its bucket, count (== the buckets) and sum, to the last unit.
+ * The kernel may also preempt the thread inside a section, which aborts it
+ * as a trap does (a busy machine does, now and then): a trial that finds
+ * its record aborted where it planned no abort (a record on the shared
+ * slot it did not expect, a trap never reached, a move that did not
+ * happen) is retried, up to TRIES times, and the retries are counted and
+ * printed; a trial that never comes out undisturbed fails.
  * Exit 77 (skip) where the rseq path is not compiled in, rseq is not
  * registered, or the thread cannot run on two CPUs.
  */
@@ -54,6 +60,8 @@ volatile unsigned char hist_trap_add, hist_trap_carry, hist_trap_commit;
 #if TALLY__HAVE_RSEQ
 static volatile sig_atomic_t traps, aborted;
 static int move_to = -1;
+#define TRIES 100
+static unsigned retries; /* trials preempted in their window, retried */
 /* At the commit trap: slot watch's record as a cut reads it, and its
  * other sum word (the one the repeatable store wrote). */
 static const struct tally_hist *watch_h;
@@ -125,11 +133,13 @@ static void trial_init(struct trial *t, int a, int64_t v)
  * On CPU a, one record of v with trap *flag armed (moved to CPU b in the
  * trap if b >= 0); where it must land: its record (done, sum) on the shared
  * slot (shared) or on a's slot, its half on a's. The snapshot must hold it
- * once.
+ * once. 0: preempted in its window (the trap not reached, the thread not
+ * moved, or the record on the shared slot where none was planned): retry.
  */
-static void trapped_record(volatile unsigned char *flag, const char *what, int a, int b,
-			   int shared)
+static int trapped_record(volatile unsigned char *flag, const char *what, int a, int b,
+			  int shared)
 {
+	int done = 1;
 	int64_t v = 123456; /* in the fast window */
 	struct trial t;
 	struct tally_hist *h = &t.h;
@@ -149,6 +159,15 @@ static void trapped_record(volatile unsigned char *flag, const char *what, int a
 	CHECK_EQ(tally_hist_record(h, v), 0);
 	move_to = -1;
 	watch_h = NULL;
+	*flag = 0;
+	/* A preemption aborts the section as the trap does: before a commit
+	 * trap it leaves the trap unreached (the record on the shared slot);
+	 * after a restart past the add trap, the record on the shared slot. */
+	if ((traps == 0 && flag == &hist_trap_commit) ||
+	    (b >= 0 && sched_getcpu() != b) || (!shared && u64_at(h, nr, rec) != 0)) {
+		done = 0;
+		goto out;
+	}
 	CHECK(traps == 1, "%s: %d traps, expected 1", what, (int)traps);
 	CHECK(aborted, "%s: the section was not aborted", what);
 	if (b >= 0)
@@ -191,16 +210,19 @@ static void trapped_record(volatile unsigned char *flag, const char *what, int a
 out:
 	tally_hist_snap_destroy(s);
 	tally_hist_destroy(h);
+	return done;
 }
 
 /*
  * On CPU a: 2^32 - 1 records of v (one call), then one more, with the
  * carry trap armed or not: the half wraps, 2^32 goes to the carry, the
  * last record's sum and done to the shared slot (through the abort
- * handler, or the carry test's exit).
+ * handler, or the carry test's exit). 0: preempted in a window (the first
+ * call's record on the shared slot, or the trap not reached): retry.
  */
-static void wrapped_record(int trap, int a)
+static int wrapped_record(int trap, int a)
 {
+	int done = 1;
 	const char *what = trap ? "aborted after a wrapping add" : "a wrapping add";
 	int64_t v = 5000;
 	struct trial t;
@@ -216,10 +238,18 @@ static void wrapped_record(int trap, int a)
 	k = rec / TALLY__HIST_BANK_BYTES;
 	CHECK_EQ(tally_hist_record_n(h, v, TALLY_HIST_N_MAX), 0);
 	CHECK_EQ(half_at(h, (unsigned)a, j), UINT32_MAX);
+	if (u64_at(h, nr, rec) != 0) { /* preempted before its commit */
+		done = 0;
+		goto out;
+	}
 	traps = aborted = 0;
 	hist_trap_carry = (unsigned char)trap;
 	CHECK_EQ(tally_hist_record(h, v), 0);
 	hist_trap_carry = 0;
+	if (traps < trap) { /* preempted between the add and the trap */
+		done = 0;
+		goto out;
+	}
 	CHECK(traps == trap && aborted == trap, "%s: %d traps, %s", what, (int)traps,
 	      aborted ? "aborted" : "not aborted");
 	carry = __atomic_load_n(&h->tally__carry[(size_t)k * h->tally__l.nr + j], __ATOMIC_RELAXED);
@@ -239,7 +269,18 @@ static void wrapped_record(int trap, int a)
 out:
 	tally_hist_snap_destroy(s);
 	tally_hist_destroy(h);
+	return done;
 }
+
+/* Run a trial until it comes out undisturbed (TRIES at most). */
+#define TRIAL(what, call)                                                                \
+	do {                                                                             \
+		int try_ = 0;                                                            \
+		while (!(call) && ++try_ < TRIES)                                        \
+			retries++;                                                       \
+		CHECK(try_ < TRIES, "%s: preempted in its window %d times of %d", what, \
+		      try_, TRIES);                                                      \
+	} while (0)
 
 /* ---- threads recording under a storm of signals --------------------------- */
 #define STORM_THREADS 4
@@ -420,11 +461,14 @@ int main(void)
 
 	/* An abort before the half's add restarts; one after it finishes on
 	 * the shared slot, wherever the thread runs by then. */
-	trapped_record(&hist_trap_add, "trap before the half's add", a, -1, 0);
-	trapped_record(&hist_trap_commit, "trap before the commit", a, -1, 1);
-	trapped_record(&hist_trap_commit, "trap before the commit, moved", a, b, 1);
-	wrapped_record(1, a);
-	wrapped_record(0, a);
+	TRIAL("add trap", trapped_record(&hist_trap_add, "trap before the half's add", a, -1, 0));
+	TRIAL("commit trap", trapped_record(&hist_trap_commit, "trap before the commit", a, -1, 1));
+	TRIAL("commit trap, moved",
+	      trapped_record(&hist_trap_commit, "trap before the commit, moved", a, b, 1));
+	TRIAL("carry trap", wrapped_record(1, a));
+	TRIAL("wrap", wrapped_record(0, a));
+	printf("hist_rseq: the forced exits: %u trials preempted in their window, retried\n",
+	       retries);
 	CHECK_EQ(sched_setaffinity(0, sizeof(allowed), &allowed), 0); /* both CPUs */
 	storm();
 
