@@ -136,6 +136,16 @@ struct tally_cost {
 /* Spins before a waiter yields its CPU (the holder may be preempted). */
 #define TALLY__COST_SPINS 64
 
+/* Tests only: TALLY__COST_READ_HOOK(c) runs in the window of a seqlock
+ * read of c (const) where a writer makes a torn read: in tally_cost_read
+ * between the anon and file count loads, in tally_cost_last after each
+ * side's loads. A test folds or notes there (tests/plain/cost_seqlock.c)
+ * so the read must retry every time, not when a schedule happens to put
+ * a writer there. Nothing by default. */
+#ifndef TALLY__COST_READ_HOOK
+#  define TALLY__COST_READ_HOOK(c) ((void)0)
+#endif
+
 /**
  * tally_cost_init - both counts and all last_* inputs 0, lock free.
  * NULL is a no-op. Not concurrent with any other call on c.
@@ -363,6 +373,7 @@ static inline void tally_cost_read(const struct tally_cost *c, tally_uword cost[
 			continue;
 		}
 		a = tally__cost_get(&c->tally__side[TALLY_ANON].count);
+		TALLY__COST_READ_HOOK(c);
 		f = tally__cost_get(&c->tally__side[TALLY_FILE].count);
 		/* After the acquire loads: sees the odd sequence of any writer
 		 * whose stores they saw. */
@@ -398,6 +409,7 @@ static inline void tally_cost_last(const struct tally_cost *c, struct tally_cost
 		for (i = 0; i < 2; i++) {
 			last[i].rotated = tally__cost_get(&c->tally__side[i].last_rotated);
 			last[i].io = tally__cost_get(&c->tally__side[i].last_io);
+			TALLY__COST_READ_HOOK(c);
 		}
 		s2 = tally__load(&c->tally__seq);
 		if (s1 == s2)
