@@ -395,8 +395,10 @@ Test(export, tree_paths_hierarchical_and_local)
 	tally_group_mod(b, 0, 10);
 	tally_group_mod(c, 0, 100);
 	tally_group_mod(b, 1, -5);
-	cr_assert_eq(tally_export_add_tree(&E, "cg", t, items, NULL, kinds, group_name, &ns,
-					   TALLY_EXPORT_TREE_FLUSH), 0, "%s",
+	cr_assert_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "cg",
+					   .names = items, .kinds = kinds, .name_fn = group_name,
+					   .name_arg = &ns,
+					   .flags = TALLY_EXPORT_TREE_FLUSH}), 0, "%s",
 		     tally_export_error(&E));
 	/* Children come newest first. */
 	expect(&E, TALLY_EXPORT_PROMETHEUS,
@@ -476,8 +478,9 @@ Test(export, tree_label_escaping_and_bad_group_names)
 	a = named(&ns, tally_tree_root(t), "q\"uote\\back\nline \xc3\xa9");
 	b = named(&ns, tally_tree_root(t), "x");
 	tally_group_mod(a, 0, 2);
-	cr_assert_eq(tally_export_add_tree(&E, "svc", t, items, NULL, NULL, group_name, &ns,
-					   TALLY_EXPORT_TREE_FLUSH), 0);
+	cr_assert_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "svc",
+					   .names = items, .name_fn = group_name, .name_arg = &ns,
+					   .flags = TALLY_EXPORT_TREE_FLUSH}), 0);
 	expect(&E, TALLY_EXPORT_OPENMETRICS,
 	       "# HELP svc_hits tally tree item (this group and its descendants)\n"
 	       "# TYPE svc_hits counter\n"
@@ -543,8 +546,9 @@ Test(export, tree_widened_across_wrap)
 	int i;
 	memset(&ns, 0, sizeof(ns));
 	a = named(&ns, tally_tree_root(t), "a");
-	cr_assert_eq(tally_export_add_tree(&E, "io", t, items, NULL, NULL, group_name, &ns,
-					   TALLY_EXPORT_TREE_FLUSH), 0);
+	cr_assert_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "io",
+					   .names = items, .name_fn = group_name, .name_arg = &ns,
+					   .flags = TALLY_EXPORT_TREE_FLUSH}), 0);
 	for (i = 0; i < 5; i++) {
 		char *out;
 		tally_group_mod(a, 0, BIG_ADD);
@@ -570,19 +574,23 @@ Test(export, tree_bad_arguments)
 {
 	struct tally_tree *t = tally_tree_create(1);
 	static const char *const items[] = {"bad-name"};
-	cr_expect_eq(tally_export_add_tree(&E, "p", NULL, NULL, NULL, NULL, group_name, NULL, 0),
+	cr_expect_eq(tally_export_add_tree(&E, NULL, &(struct tally_export_tree_opts){.prefix = "p",
+					   .name_fn = group_name}),
 		     -EINVAL);
-	cr_expect_eq(tally_export_add_tree(&E, "p", t, NULL, NULL, NULL, group_name, NULL, 8),
+	cr_expect_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "p",
+					   .name_fn = group_name, .flags = 8}),
 		     -EINVAL);
-	cr_expect_eq(tally_export_add_tree(&E, "p", t, items, NULL, NULL, group_name, NULL, 0),
+	cr_expect_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "p",
+					   .names = items, .name_fn = group_name}),
 		     -EINVAL);
 	/* The hierarchical and local names collide with a counter's. */
 	{
 		struct tally_counter c;
 		cr_assert_eq(tally_counter_init(&c, 0, 0), 0);
 		cr_assert_eq(tally_export_add_counter(&E, "p_item0_local", "h", &c, 0), 0);
-		cr_expect_eq(tally_export_add_tree(&E, "p", t, NULL, NULL, NULL, group_name, NULL,
-						   0), -EINVAL);
+		cr_expect_eq(tally_export_add_tree(&E, t,
+						   &(struct tally_export_tree_opts){.prefix = "p",
+						   .name_fn = group_name}), -EINVAL);
 		cr_expect_str_eq(tally_export_error(&E),
 				 "metric name 'p_item0_local' is already registered");
 		tally_export_destroy(&E);
@@ -608,8 +616,8 @@ Test(export, tree_own_names)
 	cr_assert_eq(tally_group_set_name(b, "worker \"1\""), 0);
 	tally_group_mod(b, 0, 4);
 	tally_group_mod(anon, 1, 9); /* unnamed: "#3", its serial */
-	cr_assert_eq(tally_export_add_tree(&E, "cg", t, NULL, NULL, NULL, NULL, NULL,
-					   TALLY_EXPORT_TREE_FLUSH), 0, "%s",
+	cr_assert_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "cg",
+					   .flags = TALLY_EXPORT_TREE_FLUSH}), 0, "%s",
 		     tally_export_error(&E));
 	expect(&E, TALLY_EXPORT_PROMETHEUS,
 	       "# HELP cg_pgfault_total tally tree item (this group and its descendants)\n"
@@ -654,7 +662,8 @@ Test(export, tree_help_limit)
 	memset(help, 'h', TALLY_EXPORT_HELP_MAX + 1);
 	help[TALLY_EXPORT_HELP_MAX] = '\0'; /* 4096 bytes: taken */
 	helps[0] = help;
-	cr_assert_eq(tally_export_add_tree(&E, "a", t, items, helps, NULL, NULL, NULL, 0), 0,
+	cr_assert_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "a",
+					   .names = items, .helps = helps}), 0,
 		     "%s", tally_export_error(&E));
 	out = render(&E, TALLY_EXPORT_PROMETHEUS);
 	cr_expect(strstr(out, "h (this group and its descendants)\n") != NULL);
@@ -662,7 +671,8 @@ Test(export, tree_help_limit)
 	free(out);
 	help[TALLY_EXPORT_HELP_MAX] = 'h'; /* 4097: refused, as the message says */
 	help[TALLY_EXPORT_HELP_MAX + 1] = '\0';
-	cr_expect_eq(tally_export_add_tree(&E, "c", t, items, helps, NULL, NULL, NULL, 0),
+	cr_expect_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "c",
+					   .names = items, .helps = helps}),
 		     -EINVAL);
 	cr_expect_str_eq(tally_export_error(&E),
 			 "help text of 'c_hits' is longer than 4096 bytes");
@@ -695,8 +705,8 @@ Test(export, tree_deep_chain)
 		cr_assert_eq(tally_group_set_name(g[i], "abcd"), 0);
 	}
 	tally_group_mod(g[DEEP], 0, 3);
-	cr_assert_eq(tally_export_add_tree(&E, "deep", t, items, NULL, NULL, NULL, NULL,
-					   TALLY_EXPORT_TREE_FLUSH), 0);
+	cr_assert_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "deep",
+					   .names = items, .flags = TALLY_EXPORT_TREE_FLUSH}), 0);
 	cr_expect_eq(tally_export_render_alloc(&E, TALLY_EXPORT_PROMETHEUS, &out, &len), -E2BIG);
 	cr_expect_null(out);
 	cr_expect(strstr(tally_export_error(&E), "the path of a group under '/abcd/abcd/") != NULL &&

@@ -127,8 +127,9 @@ int main(int argc, char **argv)
 			tally_group_mod(groups[i], (unsigned)it, (tally_sword)(1 + i % 1000));
 
 	tally_export_init(&e);
-	if (tally_export_add_tree(&e, "memcg", t, items, NULL, kinds, name_of, NULL,
-				  TALLY_EXPORT_TREE_FLUSH)) {
+	if (tally_export_add_tree(&e, t, &(struct tally_export_tree_opts){.prefix = "memcg",
+				  .names = items, .kinds = kinds, .name_fn = name_of,
+				  .flags = TALLY_EXPORT_TREE_FLUSH})) {
 		fprintf(stderr, "bench_render: %s\n", tally_export_error(&e));
 		return 1;
 	}

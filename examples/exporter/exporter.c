@@ -8,7 +8,8 @@
  *
  *   exporter --listen 127.0.0.1:PORT --seconds S --quiesce-after Q
  *            [--writers N] [--conn-timeout T] [--request-timeout R]
- *            [--max-conns M] [--expect-file PATH]
+ *            [--max-conns M] [--expect-file PATH] [--reset-every R]
+ *            [--wait-first-scrape]
  *
  * GET /metrics answers OpenMetrics 1.0 when the Accept header asks for
  * application/openmetrics-text, else Prometheus text 0.0.4; ?format=json
@@ -21,6 +22,16 @@
  * syntax, and in PATH.p99 the latency histogram's tally_hist_quantile()
  * at 0.99 and its relative error bound, in seconds); it exits after S
  * seconds. PORT 0 picks a free port (printed).
+ *
+ * --reset-every R: while the writers run, every R seconds reset the
+ * since-reset values of the tree, a service's subtree (tally_group_reset)
+ * and the whole tree (tally_tree_reset) in turn, as a "stats reset"
+ * command would; the exported counters, raw, must not move back (it
+ * prints "N resets" with "quiesced"). --wait-first-scrape: start the
+ * writers (and the clock of --seconds and --quiesce-after) only once the
+ * server has answered its first scrape, so a scraper's first sample of
+ * every counter is 0. The tree's inflight item is a gauge by the tree's
+ * own flags (TALLY_GROUP_ITEM_GAUGE), which the export takes.
  *
  * Bounds (tally/serve.h): loopback addresses only; at most M connections
  * (default 64; the oldest waiting one is closed to make room for a new
@@ -57,6 +68,7 @@ static const char *const item_helps[NR_ITEMS] = {
 	"Requests in progress."};
 static const unsigned char item_kinds[NR_ITEMS] = {TALLY_EXPORT_COUNTER, TALLY_EXPORT_COUNTER,
 						   TALLY_EXPORT_COUNTER, TALLY_EXPORT_GAUGE};
+static const unsigned char item_flags[NR_ITEMS] = {[INFLIGHT] = TALLY_GROUP_ITEM_GAUGE};
 
 enum { CMD_GET, GET_HITS, GET_MISSES, CURR_CONNECTIONS, NR_VEC };
 static const char *const vec_names[NR_VEC] = {"cmd_get", "get_hits", "get_misses",
@@ -251,7 +263,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: exporter --listen 127.0.0.1:PORT --seconds S --quiesce-after Q\n"
 			"                [--writers N] [--conn-timeout T] [--request-timeout R]\n"
-			"                [--max-conns M] [--expect-file PATH]\n");
+			"                [--max-conns M] [--expect-file PATH] [--reset-every R]\n"
+			"                [--wait-first-scrape]\n");
 	exit(2);
 }
 
@@ -287,7 +300,9 @@ static unsigned number(const char *s, unsigned lo, unsigned hi)
 int main(int argc, char **argv)
 {
 	const char *listen = NULL, *expect_file = NULL;
-	double seconds = -1, quiesce = -1;
+	double seconds = -1, quiesce = -1, reset_every = 0;
+	int wait_first_scrape = 0, resets = 0;
+	struct tally_tree_opts to;
 	struct tally_serve_opts o;
 	struct tally_serve *srv;
 	struct timespec start;
@@ -296,6 +311,10 @@ int main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--wait-first-scrape")) {
+			wait_first_scrape = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			usage();
 		if (!strcmp(argv[i], "--listen"))
@@ -314,10 +333,13 @@ int main(int argc, char **argv)
 			o.max_conns = number(argv[++i], 1, 4096);
 		else if (!strcmp(argv[i], "--expect-file"))
 			expect_file = argv[++i];
+		else if (!strcmp(argv[i], "--reset-every"))
+			reset_every = atof(argv[++i]);
 		else
 			usage();
 	}
-	if (!listen || seconds <= 0 || seconds > 3600 || quiesce < 0 || quiesce > seconds)
+	if (!listen || seconds <= 0 || seconds > 3600 || quiesce < 0 || quiesce > seconds ||
+	    reset_every < 0)
 		usage();
 	if (!loopback(listen)) {
 		fprintf(stderr, "exporter: --listen must be a loopback address and port "
@@ -327,7 +349,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* The workload's objects, their names, and the exporter. */
-	tree = tally_tree_create(NR_ITEMS);
+	memset(&to, 0, sizeof(to));
+	to.nr_items = NR_ITEMS;
+	to.item_flags = item_flags;
+	tree = tally_tree_create_opts(&to);
 	if (!tree || tally_vec_init(&vec, NR_VEC, 0) || tally_counter_init(&batches, 0, 0) ||
 	    tally_hist_init(&latency, NULL)) {
 		fprintf(stderr, "exporter: out of memory\n");
@@ -355,8 +380,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	tally_export_init(&exporter);
-	err = tally_export_add_tree(&exporter, "demo", tree, NULL, item_helps, item_kinds, NULL,
-				    NULL, TALLY_EXPORT_TREE_FLUSH);
+	{
+		/* Kinds from the tree's item flags; names its own. */
+		struct tally_export_tree_opts eo = {"demo", NULL, item_helps, NULL,
+						    NULL, NULL, TALLY_EXPORT_TREE_FLUSH};
+		err = tally_export_add_tree(&exporter, tree, &eo);
+	}
 	if (!err)
 		err = tally_export_add_vec(&exporter, "cache", &vec, vec_names, NULL, vec_kinds);
 	if (!err)
@@ -388,11 +417,30 @@ int main(int argc, char **argv)
 	       (int)(strrchr(listen, ':') - listen), listen, tally_serve_port(srv));
 	fflush(stdout);
 
+	for (i = 0; wait_first_scrape && i < 6000; i++) {
+		struct tally_serve_stats st = {0};
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		tally_serve_stats(srv, &st);
+		if (st.renders)
+			break;
+		nanosleep(&ts, NULL);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (i = 0; i < nr_writers; i++) {
 		writers[i].seed = 0x5eed0000u + (uint64_t)i;
 		if (pthread_create(&writers[i].thread, NULL, writer_main, &writers[i]))
 			return 1;
+	}
+	/* Resets while the writers run: the service svc0's subtree, then
+	 * the whole tree, in turn. */
+	while (reset_every > 0 && (resets + 1) * reset_every < quiesce) {
+		sleep_until(&start, (resets + 1) * reset_every);
+		err = resets % 2 ? tally_tree_reset(tree) : tally_group_reset(groups[1]);
+		if (err) {
+			fprintf(stderr, "exporter: reset: %s\n", strerror(-err));
+			return 1;
+		}
+		resets++;
 	}
 	sleep_until(&start, quiesce);
 	__atomic_store_n(&stop_writers, 1, __ATOMIC_RELEASE);
@@ -402,7 +450,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "exporter: %s: %s\n", expect_file, strerror(-err));
 		return 1;
 	}
-	printf("exporter: quiesced\n");
+	printf("exporter: quiesced, %d resets\n", resets);
 	fflush(stdout);
 	sleep_until(&start, seconds);
 

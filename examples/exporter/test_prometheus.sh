@@ -4,15 +4,29 @@
 # for OpenMetrics first); once the exporter's writers have stopped and a
 # later scrape has landed, the HTTP API must say up == 1 and hold, for
 # every counter sample, exactly the value the writers counted themselves
-# (the exporter's --expect-file, independent of tally). Stops everything
-# it started; and that histogram_quantile(0.99) over the latency histogram
-# agrees with tally_hist_quantile within the bucket error. About 15 s.
+# (the exporter's --expect-file, independent of tally), although the
+# exporter reset the tree's since-reset values while the writers ran
+# (--reset-every 1: a service's subtree, then the whole tree, in turn, so
+# at least one reset lies between two scrapes); that Prometheus saw no
+# counter reset in any counter series (resets() == 0: the exported values
+# are raw and never go back, so rate() and increase() never count a
+# reset's drop) and that increase() over the whole run is exact, equal to
+# the writers' counts (the writers start after the first scrape,
+# --wait-first-scrape, so every series starts at 0, and increase() is
+# evaluated at the last scrape's timestamp: no extrapolation); that the
+# tree's gauge (inflight, TALLY_GROUP_ITEM_GAUGE in the tree, exported with
+# no kinds given) is a gauge family, within [0, writers] throughout and 0
+# once quiesced; and that histogram_quantile(0.99) over the latency
+# histogram agrees with tally_hist_quantile within the bucket error. Stops
+# everything it started. About 15 s.
 # Usage: test_prometheus.sh EXPORTER
 . "$(dirname "$0")/common.sh"
 need prometheus curl jq timeout
 bin=$1
 quiesce=4
-start_exporter "$bin" --seconds 40 --quiesce-after $quiesce --expect-file "$tmp/expected"
+writers=2
+start_exporter "$bin" --seconds 40 --quiesce-after $quiesce --expect-file "$tmp/expected" \
+  --writers $writers --reset-every 1 --wait-first-scrape
 
 # A free port for Prometheus: try a few in the ephemeral range.
 mkdir -p "$tmp/data"
@@ -76,7 +90,65 @@ while :; do
   fi
   sleep 1
 done
-echo "ok: up == 1; all $n counter samples in Prometheus equal the exact counts"
+nres=$(grep -o 'quiesced, [0-9]* resets' "$exporter_log" | grep -o '[0-9][0-9]*' || echo 0)
+[ "$nres" -ge 2 ] || fail "the exporter made $nres resets, want >= 2"
+echo "ok: up == 1; all $n counter samples in Prometheus equal the exact counts, across $nres resets"
+
+# The window: from the first scrape (before the writers started: every
+# series 0) to the last one, at whose timestamp the queries are evaluated.
+# Everything below looks 5 minutes back, past the series' start.
+query_at() { curl -sf --max-time 2 --data-urlencode "query=$1" --data-urlencode "time=$2" "$api"; }
+t_last=$(query 'timestamp(writer_batches_total{job="tally"})' | jq -r '.data.result[0].value[1]')
+[ -n "$t_last" ] && [ "$t_last" != null ] || fail "no last scrape time"
+first=$(query_at 'writer_batches_total{job="tally"}[5m]' "$t_last" | jq -r '.data.result[0].values[0][1]')
+[ "$first" = 0 ] || fail "the first scrape saw writer_batches_total = $first, not 0 (--wait-first-scrape)"
+# A reset lies between two scrapes: Prometheus scraped at least twice while
+# the writers ran (samples above the first, 0, and below the final value),
+# and the resets came every second of that time.
+svc0='demo_requests_total{group="/svc0",job="tally"}'
+mid=$(query_at "$svc0[5m]" "$t_last" | jq -r '.data.result[0].values | (.[-1][1]) as $last |
+  [.[] | select(.[1] != "0" and .[1] != $last)] | length')
+[ "${mid:-0}" -ge 2 ] || fail "only ${mid:-0} scrapes while the writers ran and reset"
+# Per counter family (increase() and resets() drop the name, so one query
+# per family): resets() == 0 everywhere, and increase() as the writers
+# counted, line for line as in $tmp/want.
+families=$(sed 's/[{ ].*//' "$tmp/want" | sort -u)
+: >"$tmp/increase"
+for f in $families; do
+  r=$(query_at "max(resets($f{job=\"tally\"}[5m]))" "$t_last" | jq -r '.data.result[0].value[1]')
+  [ "$r" = 0 ] || fail "Prometheus saw $r counter resets in $f (an exported counter went back)"
+  query_at "increase($f{job=\"tally\"}[5m])" "$t_last" | jq -r --arg f "$f" '.data.result[] |
+    $f + (if .metric.group then "{group=\"" + .metric.group + "\"}" else "" end)
+    + " " + .value[1]' >>"$tmp/increase"
+done
+sort -o "$tmp/increase" "$tmp/increase"
+if ! cmp -s "$tmp/want" "$tmp/increase"; then
+  diff "$tmp/want" "$tmp/increase" | head -20 || true
+  fail "increase() over the run differs from the writers' counts"
+fi
+echo "ok: no counter resets in $(echo "$families" | wc -w) families; increase() over the run exact in all $n series"
+
+# The tree's gauge: a gauge family (no _total), every group's level within
+# [0, writers] at every scrape (a reset leaves gauges alone) and 0 now.
+meta=$(curl -sf --max-time 2 "http://127.0.0.1:$pport/api/v1/metadata?metric=demo_inflight" |
+  jq -r '.data.demo_inflight[0].type // "none"')
+[ "$meta" = gauge ] || fail "demo_inflight is not a gauge family ($meta)"
+g=$(query_at 'count(demo_inflight{job="tally"}) + count(demo_inflight_local{job="tally"})' "$t_last" |
+  jq -r '.data.result[0].value[1]')
+[ "$g" = 26 ] || fail "$g gauge series of demo_inflight and demo_inflight_local, want 2 x 13"
+lohi=
+for f in demo_inflight demo_inflight_local; do
+  lo=$(query_at "min(min_over_time($f{job=\"tally\"}[5m]))" "$t_last" | jq -r '.data.result[0].value[1]')
+  hi=$(query_at "max(max_over_time($f{job=\"tally\"}[5m]))" "$t_last" | jq -r '.data.result[0].value[1]')
+  awk -v lo="$lo" -v hi="$hi" -v w=$writers 'BEGIN { exit !(lo != "" && lo >= 0 && hi <= w) }' ||
+    fail "$f went outside [0, $writers] during the run: min $lo, max $hi"
+  lohi="${lohi:+$lohi, }$f in [$lo, $hi]"
+  now=$(query_at "count($f{job=\"tally\"} != 0) or vector(0)" "$t_last" | jq -r '.data.result[0].value[1]')
+  [ "$now" = 0 ] || fail "$now series of $f are not 0 after quiescing"
+done
+[ "$(query 'count({__name__=~"demo_inflight.*_total"})' | jq -r '.data.result | length')" = 0 ] ||
+  fail "the gauge was exported as a counter (demo_inflight*_total)"
+echo "ok: demo_inflight is a gauge (26 series): $lohi over the run, all 0 once quiesced"
 # Prometheus asked for OpenMetrics and parsed it: its metadata names the
 # counter family without _total (text 0.0.4 would name demo_requests_total).
 meta=$(curl -sf --max-time 2 "http://127.0.0.1:$pport/api/v1/metadata?metric=demo_requests" |

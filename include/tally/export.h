@@ -9,6 +9,7 @@
  *   tally_export_add_counter(&e, "requests", "Requests served.", &c,
  *                            TALLY_EXPORT_COUNTER);
  *   tally_export_add_vec(&e, "vm", &v, names, helps, kinds);
+ *   tally_export_set_help(&e, "vm_pgfault", "Page faults."); // one per family
  *   size_t len;
  *   int err = tally_export_render(&e, TALLY_EXPORT_OPENMETRICS, buf, sizeof(buf), &len);
  *   // -ENOSPC: len is the size needed (with the NUL); buf untouched
@@ -43,6 +44,20 @@
  * help text is rejected with -EINVAL, nothing registered, and
  * tally_export_error() says why.
  *
+ * Labels (a vector's items, tally_export_add_vec; tally_export_name()
+ * builds such names). Prometheus and OpenMetrics read a label whose value
+ * is empty as no label at all: x{a="1",b=""} is the series x{a="1"}. So a
+ * label with an empty value is never rendered, and two items whose labels
+ * are equal once empty values are dropped are one series twice: refused
+ * (a real Prometheus would keep one of the two values and drop the other
+ * without a word). Counters and gauges may not carry the labels le
+ * (histograms' buckets) or quantile (summaries'): promtool rejects the
+ * whole page for one, so registration refuses them with the reason.
+ *
+ * Registration costs O(1) per family and series (amortized; names are
+ * found by hash), so 100,000 counters register in O(100,000), not
+ * O(100,000^2) (bench/bench_export.c).
+ *
  * Output (exact strings in tests/test_export.c):
  *   TALLY_EXPORT_PROMETHEUS  text 0.0.4: "# HELP x_total h", "# TYPE
  *                            x_total counter", "x_total 5"; gauges "x 5"
@@ -62,6 +77,7 @@
  * init/destroy); a registered object must outlive the exporter or its
  * registration. Rendering allocates (a snapshot of the values, grown as
  * needed) and costs O(series x CPU slots); updates cost nothing extra.
+ * tally_export_name() touches no exporter: any thread, any time.
  *
  * This header holds the public structure and calls with their contracts.
  * The machinery sits beside it (each refuses to be included on its own):
@@ -123,6 +139,8 @@ struct tally_export {
 	struct tally__export_family *tally__families;
 	unsigned tally__nr_families, tally__cap_families;
 	size_t tally__last_len; /* the last render_alloc's length: a size guess */
+	unsigned *tally__index; /* the family names' hash table (sources.h) */
+	unsigned tally__cap_index;
 	char tally__error[512];
 };
 
@@ -172,6 +190,7 @@ static inline void tally_export_destroy(struct tally_export *e)
 		tally__export_family_free(&e->tally__families[i]);
 	free(e->tally__sources);
 	free(e->tally__families);
+	free(e->tally__index);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -234,25 +253,32 @@ static inline int tally_export_add_counter(struct tally_export *e, const char *n
  * Labels: an item named "base{label=\"value\",...}" is a series of the
  * family prefix_base with those labels, so 12 stats x 64 slab classes
  * named "slab_get_hits{class=\"12\"}" ... are 12 families of 64 series.
- * Label names are [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__", each
- * once per item; values are quoted UTF-8 with \\, \" and \n escaped as in
- * the text format; no blanks, nothing after the '}'. The items of one
- * family must have one kind and differ in their labels.
+ * Label names are [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__", not le
+ * or quantile, each once per item; values are quoted UTF-8 with \\, \"
+ * and \n escaped as in the text format; no blanks, nothing after the '}'.
+ * tally_export_name() builds such a name from pairs. A label whose value
+ * is empty is the label's absence (see Labels in the header comment): not
+ * rendered, so "y{code=\"\"}" is the series y. The items of one family
+ * must have one kind and differ in their labels once empty values are
+ * dropped.
  * Hidden items (TALLY_VEC_ITEM_HIDDEN) are left out.
  *
  * helps[item] (NULL array or entry: a generic help; a family takes the
- * first one given among its items). kinds: NULL (recommended) takes each
- * item's kind from v (TALLY_VEC_ITEM_GAUGE: a gauge, else a counter);
- * deprecated: an array of nr_items TALLY_EXPORT_COUNTER /
- * TALLY_EXPORT_GAUGE overrides them for this export only (a reset of v
- * still follows v's own kinds).
+ * first one given among its items). One help per family, without an
+ * array of nr_items: tally_export_set_help() after this call.
+ * kinds: NULL (recommended) takes each item's kind from v
+ * (TALLY_VEC_ITEM_GAUGE: a gauge, else a counter); deprecated: an array
+ * of nr_items TALLY_EXPORT_COUNTER / TALLY_EXPORT_GAUGE overrides them
+ * for this export only (a reset of v still follows v's own kinds).
  *
  * Values are the exact per-item raw sums of one tally_vec_snapshot() (one
  * pass over the CPUs; a reset of the vector does not move them, so
  * exported counters never go back; a gauge's raw value is its level).
  * @return 0; -EINVAL (a bad name, label, help or kind, two items with one
- *         series, NULL or uninitialised v; nothing registered; the message,
- *         tally_export_error(), quotes the name, and for a name the
+ *         series (also once empty label values are dropped), a reserved
+ *         label (le, quantile), NULL or uninitialised v; nothing
+ *         registered; the message, tally_export_error(), quotes the
+ *         name, and for a name the
  *         exporter cannot take, such as a reserved suffix
  *         ("response_obj_count"), names the item to rename with
  *         tally_vec_set_item_name() or through names); -ENOMEM.
@@ -305,6 +331,127 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
 	err = tally__export_register(e, &s, fams, nfam);
 	free(fams);
 	return err;
+}
+
+/**
+ * tally_export_set_help - set the help text of e's registered family
+ * called family (its name as registered: a counter's without _total; a
+ * vector's prefix_base, without labels; a tree's prefix_\<name\> or
+ * prefix_\<name\>_local) to help, replacing the one it had (given or
+ * generic). So the 7 families of an 806-item vector get their 7 helps by
+ * name, with no array of 806. help is taken as it is (a tree family's
+ * help gets no suffix here).
+ * @return 0; -EINVAL (NULL e or family; help NULL, empty or only blanks,
+ *         longer than TALLY_EXPORT_HELP_MAX or not valid UTF-8; see
+ *         tally_export_error()); -ENOENT (no family of that name, message
+ *         set); -ENOMEM (the old help kept). O(1): the name is found by
+ *         hash.
+ * Not beside other calls on e (a render reads the help).
+ */
+static inline int tally_export_set_help(struct tally_export *e, const char *family,
+					const char *help)
+{
+	long f;
+	char *d;
+	int err;
+	if (tally__bad(!e))
+		return -EINVAL;
+	if (!family)
+		return tally__export_fail(e, -EINVAL, "metric name is NULL", NULL, 0);
+	if (!tally__export_help_given(help))
+		return tally__export_fail(e, -EINVAL, "help text of '%s' is NULL, empty or blank",
+					  family, 0);
+	err = tally__export_check_help(e, family, help);
+	if (err)
+		return err;
+	f = tally__export_find(e, family);
+	if (f < 0)
+		return tally__export_fail(e, -ENOENT, "metric name '%s' is not registered",
+					  family, 0);
+	d = tally__export_strdup(help);
+	if (!d)
+		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+	free(e->tally__families[f].help);
+	e->tally__families[f].help = d;
+	return 0;
+}
+
+/* ---- names of labelled items --------------------------------------------- */
+
+/**
+ * tally_export_name - write the labelled item name
+ * family{k1="v1",k2="v2",...} into buf (size bytes, NUL-terminated), for
+ * tally_export_add_vec's names or tally_vec_set_item_name(), so callers
+ * need not escape by hand.
+ * @param buf    where the name goes (NULL only with size 0).
+ * @param size   bytes at buf, the NUL included.
+ * @param family a valid family name itself (the rules under Names in the
+ *        header comment; tally_export_add_vec may still add its prefix).
+ * @param pairs  label names and values, k1, v1, k2, v2, ..., then NULL
+ *        (pairs NULL: no labels). A name is [a-zA-Z_][a-zA-Z0-9_]*, not
+ *        starting with "__", not le or quantile, each once; a value is any
+ *        valid UTF-8 (not NULL), written with backslash, double quote and
+ *        newline escaped (\\, \", \n). Labels come out in the order given
+ *        (tally_export_add_vec sorts them); a label whose value is "" is left
+ *        out (an empty value is the label's absence), and with no label
+ *        left the name is just family.
+ * @return 0; -EINVAL (NULL family, buf NULL with size > 0, a bad family
+ *         name, a bad, reserved or repeated label name, a NULL value or one
+ *         that is not UTF-8); -ENOSPC (buf too small for the name and its
+ *         NUL). On failure buf holds "" (when size > 0).
+ * Pure: it reads only its arguments; any thread, any time.
+ */
+static inline int tally_export_name(char *buf, size_t size, const char *family,
+				    const char *const *pairs)
+{
+	struct tally_export scratch; /* check_name's message, unread */
+	struct tally__export_sink k;
+	size_t i, j;
+	int any = 0;
+	if (!buf && size)
+		return -EINVAL;
+	if (size)
+		buf[0] = '\0';
+	memset(&scratch, 0, sizeof(scratch));
+	if (!family || tally__export_check_name(&scratch, family))
+		return -EINVAL;
+	for (i = 0; pairs && pairs[i]; i += 2) {
+		const char *l = pairs[i], *p;
+		if (!pairs[i + 1] || !tally__export_label_start(l[0]) ||
+		    (l[0] == '_' && l[1] == '_') ||
+		    !tally__utf8_ok(pairs[i + 1], strlen(pairs[i + 1])))
+			return -EINVAL;
+		for (p = l; tally__export_label_start(*p) || (*p >= '0' && *p <= '9'); p++)
+			;
+		if (*p || tally__export_label_reserved(l, (size_t)(p - l)))
+			return -EINVAL;
+		for (j = 0; j < i; j += 2)
+			if (!strcmp(pairs[j], l))
+				return -EINVAL;
+	}
+	k.buf = buf;
+	k.cap = size;
+	k.len = 0;
+	tally__export_puts(&k, family);
+	for (i = 0; pairs && pairs[i]; i += 2) {
+		if (!pairs[i + 1][0])
+			continue;
+		tally__export_put(&k, any ? "," : "{", 1);
+		any = 1;
+		tally__export_puts(&k, pairs[i]);
+		tally__export_put(&k, "=\"", 2);
+		tally__export_put_escaped(&k, pairs[i + 1], TALLY__EXPORT_ESC_QUOTED);
+		tally__export_put(&k, "\"", 1);
+	}
+	if (any)
+		tally__export_put(&k, "}", 1);
+	if (k.len + 1 > size) {
+		if (size)
+			buf[0] = '\0';
+		return -ENOSPC;
+	}
+	buf[k.len] = '\0';
+	return 0;
 }
 
 /* ---- rendering ----------------------------------------------------------- */

@@ -5,8 +5,9 @@
  * families. Needs rstat.h (liburcu); counters and vectors alone need only
  * <tally/export.h>.
  *
- *   tally_export_add_tree(&e, "memcg", t, item_names, helps, kinds,
- *                         my_group_name, NULL, TALLY_EXPORT_TREE_FLUSH);
+ *   struct tally_export_tree_opts o = {.prefix = "memcg",
+ *                                      .flags = TALLY_EXPORT_TREE_FLUSH};
+ *   tally_export_add_tree(&e, t, &o);   // the tree's item names and kinds
  *
  * For item i named n, two families:
  *   prefix_n{group="/a/b"}        hierarchical: the group and its subtree
@@ -37,6 +38,16 @@
  * The walk is iterative (an explicit stack, no recursion) and writes each
  * row once: a render costs O(groups x (items + path length)) whatever the
  * depth.
+ *
+ * Values are raw, as tally_export_add_vec's: what tally_group_read_monotonic()
+ * reads (less its bias), and for a _local row the group's own raw value,
+ * which tally_group_reset() and tally_tree_reset() never move. So an
+ * exported counter never goes back whatever resets the program does (a
+ * "stats reset" command): Prometheus sees no counter reset, and rate()
+ * and increase() count every update once. The since-reset readers
+ * (tally_group_read(), read_local()) are for the program's own views. A
+ * gauge (TALLY_GROUP_ITEM_GAUGE) has no baseline, as resets leave it
+ * alone: its raw value is its level, signed.
  *
  * Values are as of a flush: with TALLY_EXPORT_TREE_FLUSH every render
  * first forces a flush of the root (tally_group_flush_force), so the rows
@@ -128,7 +139,7 @@ struct tally__export_tree {
 	size_t prev_cap_index;
 };
 
-static inline uint64_t tally__export_hash(const char *s, size_t n, uint64_t h)
+static inline uint64_t tally__export_tree_hash(const char *s, size_t n, uint64_t h)
 {
 	size_t i;
 	for (i = 0; i < n; i++) {
@@ -268,7 +279,7 @@ static inline int tally__export_tree_row(struct tally_export *e, struct tally__e
 	x->labels_len += need;
 	s->label_at[r] = at;
 	x->keys[r].serial = tally_group_serial(g);
-	x->keys[r].h = tally__export_hash(path, plen + 1 + nlen, 0xcbf29ce484222325ull);
+	x->keys[r].h = tally__export_tree_hash(path, plen + 1 + nlen, 0xcbf29ce484222325ull);
 	if (tally__export_tree_path_add(s, x, r) == -EEXIST)
 		return tally__export_fail(e, -EINVAL, "two groups have the path '%s'", path, 0);
 	/* The previous render's state of this (group, path). */
@@ -291,12 +302,14 @@ static inline int tally__export_tree_row(struct tally_export *e, struct tally__e
 	else
 		memset(nw, 0, 2u * n * sizeof(*nw));
 	values = &s->values[r * 2u * n];
+	/* The raw words, which no reset moves (rstat/reset.h keeps its
+	 * baselines beside them): a counter's row never goes back, and a
+	 * gauge, never reset, reads its level. */
 	for (i = 0; i < n; i++) {
 		values[2 * i] = tally__export_value(&nw[2 * i], s->kinds[i],
-						    (tally_uword)tally_group_read(g, (unsigned)i));
-		values[2 * i + 1] =
-			tally__export_value(&nw[2 * i + 1], s->kinds[i],
-					    (tally_uword)tally_group_read_local(g, (unsigned)i));
+						    tally__load(&g->tally__state[i]));
+		values[2 * i + 1] = tally__export_value(&nw[2 * i + 1], s->kinds[i],
+							tally__load(&g->tally__local[i]));
 	}
 	s->nr_rows = r + 1;
 	return 0;
@@ -457,36 +470,80 @@ static inline int tally__export_collect_tree(struct tally_export *e, struct tall
 }
 
 /**
+ * struct tally_export_tree_opts - how tally_export_add_tree() names and
+ * renders a tree: zero-initialise and set what you need (every member 0 or
+ * NULL is its default; NULL options are all defaults). Members added
+ * later go at the end.
+ */
+struct tally_export_tree_opts {
+	/** Family names' prefix: prefix_\<name\>; NULL or "": \<name\> alone. */
+	const char *prefix;
+	/** NULL: the tree's own item names (tally_tree_item_name()), item\<i\>
+	 * for an unnamed item; or one per item, NULL entries item\<i\>. */
+	const char *const *names;
+	/** NULL, or one per item (a NULL entry: a generic help), as in
+	 * tally_export_add_vec; at most TALLY_EXPORT_HELP_MAX bytes each. */
+	const char *const *helps;
+	/** NULL (recommended): each item's kind from the tree,
+	 * tally_tree_opts.item_flags (TALLY_GROUP_ITEM_GAUGE: a gauge, else a
+	 * counter); or one per item, TALLY_EXPORT_COUNTER or
+	 * TALLY_EXPORT_GAUGE, for this export only (the tree's resets still
+	 * follow its own flags). */
+	const unsigned char *kinds;
+	/** Names the groups (NULL: their own names, tally_group_set_name();
+	 * see the top of this file). */
+	tally_export_group_name_fn name_fn;
+	/** Passed to name_fn. */
+	void *name_arg;
+	/** TALLY_EXPORT_TREE_FLUSH or 0. */
+	unsigned flags;
+};
+
+/**
  * tally_export_add_tree - export every item of t's groups: for item i,
  * families prefix_\<name\> (hierarchical) and prefix_\<name\>_local (local),
- * with rows labelled group="\<path\>". \<name\> is names[i] (names NULL: the
- * tree's own, tally_tree_item_name()), else item\<i\>;
- * helps[i] and kinds[i] as in tally_export_add_vec (the local family's
- * help gets " (this group alone)" appended, the other's " (this group and
- * its descendants)"; the caller's text may have TALLY_EXPORT_HELP_MAX
- * bytes). name_fn names groups (NULL: their own names; see the header
- * comment); flags: TALLY_EXPORT_TREE_FLUSH or 0.
- * Returns 0, -EINVAL (NULL e or t, a bad name, help, kind or
- * flag; nothing registered; see tally_export_error()) or -ENOMEM. t must
- * outlive e.
+ * with rows labelled group="\<path\>", named, kinded and rendered as
+ * o says (struct tally_export_tree_opts; NULL: every default). The local
+ * family's help gets " (this group alone)" appended, the other's " (this
+ * group and its descendants)". Values are raw: exported counters never
+ * go back, whatever tally_group_reset() or tally_tree_reset() do (see the
+ * top of this file).
+ * @param e the exporter
+ * @param t the tree; it must outlive e
+ * @param o the options, read during the call only (its arrays are copied)
+ * @return 0; -EINVAL (NULL e or t, a bad name, help, kind or flag: nothing
+ *         registered; see tally_export_error()); -ENOMEM.
+ * Not beside other calls on e; beside any call on t but
+ * tally_tree_destroy() and tally_tree_set_item_names() (the names are
+ * copied here).
  */
-static inline int tally_export_add_tree(struct tally_export *e, const char *prefix,
-					struct tally_tree *t, const char *const *names,
-					const char *const *helps, const unsigned char *kinds,
-					tally_export_group_name_fn name_fn, void *name_arg,
-					unsigned flags)
+static inline int tally_export_add_tree(struct tally_export *e, struct tally_tree *t,
+					const struct tally_export_tree_opts *o)
 {
+	static const struct tally_export_tree_opts none = {NULL, NULL, NULL, NULL,
+							    NULL, NULL, 0};
 	struct tally__export_source s;
 	struct tally__export_tree *x;
 	struct tally__export_family *fams, *one;
+	const char *prefix;
+	const char *const *names;
+	const char *const *helps;
+	const unsigned char *kinds;
+	unsigned char *tree_kinds = NULL;
 	char **full;
 	unsigned n, i;
 	int err;
 	if (tally__bad(!e))
 		return -EINVAL;
+	if (!o)
+		o = &none;
+	prefix = o->prefix;
+	names = o->names;
+	helps = o->helps;
+	kinds = o->kinds;
 	if (!t)
 		return tally__export_fail(e, -EINVAL, "tree '%s' is NULL", prefix, 0);
-	if (flags & ~TALLY_EXPORT_TREE_FLUSH)
+	if (o->flags & ~TALLY_EXPORT_TREE_FLUSH)
 		return tally__export_fail(e, -EINVAL, "tree '%s': unknown flags", prefix, 0);
 	n = t->tally__nr_items;
 	for (i = 0; kinds && i < n; i++)
@@ -494,6 +551,20 @@ static inline int tally_export_add_tree(struct tally_export *e, const char *pref
 			return tally__export_fail(e, -EINVAL,
 						  "kind of item %u is neither counter nor gauge",
 						  NULL, i);
+	if (!kinds) {
+		/* The tree's own kinds, as tally_export_add_vec takes the
+		 * vector's: a gauge must not be widened as a counter (that
+		 * holds its maximum). */
+		tree_kinds = (unsigned char *)malloc(n);
+		if (!tree_kinds)
+			return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+		for (i = 0; i < n; i++)
+			tree_kinds[i] = (t->tally__item_flags &&
+					 (t->tally__item_flags[i] & TALLY_GROUP_ITEM_GAUGE))
+						? (unsigned char)TALLY_EXPORT_GAUGE
+						: (unsigned char)TALLY_EXPORT_COUNTER;
+		kinds = tree_kinds;
+	}
 	memset(&s, 0, sizeof(s));
 	x = (struct tally__export_tree *)calloc(1, sizeof(*x));
 	s.obj = t;
@@ -509,19 +580,21 @@ static inline int tally_export_add_tree(struct tally_export *e, const char *pref
 	if (!x || !s.kinds || !one || !fams) {
 		free(one);
 		free(fams);
+		free(tree_kinds);
 		tally__export_source_free(&s);
 		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	}
 	x->tree = t;
-	x->name_fn = name_fn;
-	x->name_arg = name_arg;
-	x->flags = flags;
+	x->name_fn = o->name_fn;
+	x->name_arg = o->name_arg;
+	x->flags = o->flags;
 	if (!names) {
 		/* The tree's own item names, if it has any. */
 		const char **own = (const char **)calloc(n, sizeof(*own));
 		if (!own) {
 			free(one);
 			free(fams);
+			free(tree_kinds);
 			tally__export_source_free(&s);
 			return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 		}
@@ -534,6 +607,7 @@ static inline int tally_export_add_tree(struct tally_export *e, const char *pref
 		tally__export_fill_families(one, n, prefix, names, helps, kinds, "tally tree item",
 					    NULL);
 	}
+	free(tree_kinds); /* copied into one[] */
 	/* The helps are checked as given (TALLY_EXPORT_HELP_MAX applies to
 	 * the caller's text) and get their suffix once registered: full[]
 	 * is made first, so nothing can fail after the registration. */

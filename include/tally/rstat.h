@@ -866,6 +866,7 @@ static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, ta
  * Ordering: a flush that starts after the call returns and covers g
  * reflects delta (see Memory ordering).
  */
+TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta);
 #if TALLY__API_BODY
 TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
 {
@@ -897,8 +898,6 @@ TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword
 	tally__rstat_mod_fenced(g, item, delta);
 	return 0;
 }
-#else
-int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta);
 #endif
 
 /** tally_group_needs_flush - g's threshold count exceeds batch * ncpus.
@@ -983,9 +982,11 @@ static inline void tally_tree_flush_periodic(struct tally_tree *t)
  * hierarchical and local values become its baselines, which
  * tally_group_read(), read_positive() and read_local() subtract. Items
  * flagged TALLY_GROUP_ITEM_GAUGE (tally_tree_opts.item_flags) are left
- * alone. The raw values (tally_group_read_monotonic(), exporters' deltas)
- * never move, and the ancestors of g keep theirs: what the subtree counted
- * before the reset stays counted above it.
+ * alone. The raw values (tally_group_read_monotonic(), and the
+ * hierarchical and local rows that tally_export_add_tree() exports: so an
+ * exported counter never goes back) never move, and the ancestors of g
+ * keep theirs: what the subtree counted before the reset stays counted
+ * above it.
  *
  * Contract, with X the set of updates in the cut: X includes every update
  * completed before the call and none that started after it returned (the

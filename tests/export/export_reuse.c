@@ -72,8 +72,8 @@ int main(void)
 	urcu_memb_register_thread();
 	t = tally_tree_create(1);
 	if (!t || tally_tree_set_item_names(t, items) || tally_export_init(&e) ||
-	    tally_export_add_tree(&e, "job", t, NULL, NULL, NULL, NULL, NULL,
-				  TALLY_EXPORT_TREE_FLUSH)) {
+	    tally_export_add_tree(&e, t, &(struct tally_export_tree_opts){.prefix = "job",
+				  .flags = TALLY_EXPORT_TREE_FLUSH})) {
 		fprintf(stderr, "setup failed: %s\n", tally_export_error(&e));
 		return 1;
 	}

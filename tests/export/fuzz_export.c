@@ -494,10 +494,12 @@ static void one(const char *dir, int limit)
 		helps[i] = hbuf[i];
 	}
 	gen_name(name, sizeof(name));
-	err = tally_export_add_tree(&e, below(5) ? name : NULL, t,
-				    below(5) ? (const char *const *)inames : NULL,
-				    below(2) ? (const char *const *)helps : NULL, NULL, gname, &ns,
-				    TALLY_EXPORT_TREE_FLUSH);
+	err = tally_export_add_tree(&e, t,
+				    &(struct tally_export_tree_opts){.prefix = below(5) ? name : NULL,
+				    .names = below(5) ? (const char *const *)inames : NULL,
+				    .helps = below(2) ? (const char *const *)helps : NULL,
+				    .name_fn = gname, .name_arg = &ns,
+				    .flags = TALLY_EXPORT_TREE_FLUSH});
 	if (err)
 		expect_err(&e, err, "add_tree");
 	else

@@ -185,8 +185,8 @@ int main(void)
 		return 1;
 	grp = tally_group_create(tally_tree_root(tree));
 	if (!grp || tally_group_set_name(grp, "a") || tally_export_init(&ex) ||
-	    tally_export_add_tree(&ex, "served", tree, NULL, NULL, NULL, NULL, NULL,
-				  TALLY_EXPORT_TREE_FLUSH) ||
+	    tally_export_add_tree(&ex, tree, &(struct tally_export_tree_opts){.prefix = "served",
+				  .flags = TALLY_EXPORT_TREE_FLUSH}) ||
 	    tally_export_add_counter(&ex, "served_hits", "Hits.", &hits, TALLY_EXPORT_COUNTER))
 		return 1;
 	memset(&o, 0, sizeof(o));

@@ -2,7 +2,8 @@
  * @file
  * tally/export/names.h - family names and help texts (private; include <tally/export.h>):
  * the error message, UTF-8 validation, the name rules of the header comment
- * (promtool's lint), and building the families' names and helps.
+ * (promtool's lint), the label rules (reserved names; an empty value is no
+ * label), the hash of names, and building the families' names and helps.
  */
 #ifndef TALLY_EXPORT_NAMES_H
 #define TALLY_EXPORT_NAMES_H
@@ -248,6 +249,18 @@ static inline size_t tally__export_labels_len(const char *l)
 	return (size_t)(p - l) + 1;
 }
 
+/* FNV-1a over p[0..n), from h (a seed, or the hash so far). */
+static inline uint64_t tally__export_hash(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = (const unsigned char *)p;
+	size_t i;
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+#define TALLY__EXPORT_HASH_SEED 0xcbf29ce484222325ull
+
 /* Do two packed label lists (NULL: none) name the same series? */
 static inline bool tally__export_labels_eq(const char *a, const char *b)
 {
@@ -263,24 +276,47 @@ static inline bool tally__export_label_start(char c)
 }
 
 /*
+ * Why label name l[0..n) cannot label a counter or gauge, or NULL if it
+ * can: le belongs to histograms' buckets and quantile to summaries
+ * (promtool rejects the whole page for a counter or gauge with one).
+ */
+static inline const char *tally__export_label_reserved(const char *l, size_t n)
+{
+	if (n == 2 && !memcmp(l, "le", 2))
+		return "a label named le is for histograms only (promtool rejects a counter "
+		       "or gauge with one)";
+	if (n == 8 && !memcmp(l, "quantile", 8))
+		return "a label named quantile is for summaries only (promtool rejects a "
+		       "counter or gauge with one)";
+	return NULL;
+}
+
+/*
  * Split the name of vector item `item`, "base" or
  * "base{name=\"value\",...}", into its base (*base_len bytes) and its
  * labels, packed and sorted by name into *out (malloc'd; NULL when there
- * are no braces). Label names are [a-zA-Z_][a-zA-Z0-9_]*, not starting
- * with "__" (reserved by Prometheus), each once; values are quoted UTF-8
- * with \\, \" and \n escaped (the text format's escapes); no blanks, no
- * trailing comma; nothing after the '}'. Returns 0, -EINVAL (e's message
- * says what is wrong, quoting the name) or -ENOMEM.
+ * are no braces, or every value is empty). Label names are
+ * [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__" (reserved by
+ * Prometheus), not le or quantile (tally__export_label_reserved), each
+ * once; values are quoted UTF-8 with \\, \" and \n escaped (the text
+ * format's escapes); no blanks, no trailing comma; nothing after the '}'.
+ * A label whose value is empty is dropped (Prometheus and OpenMetrics read
+ * it as the label's absence), and *dropped (if not NULL) says whether one
+ * was. Returns 0, -EINVAL (e's message says what is wrong, quoting the
+ * name) or -ENOMEM.
  */
 static inline int tally__export_parse_labels(struct tally_export *e, const char *name,
-					     unsigned item, size_t *base_len, char **out)
+					     unsigned item, size_t *base_len, char **out,
+					     bool *dropped)
 {
 	const char *brace = strchr(name, '{'), *p;
 	const char *why = NULL;
 	char *buf, *o, *sorted, **pairs;
 	size_t n = strlen(name);
-	unsigned nr = 0, i, j;
+	unsigned nr = 0, i, j, kept = 0;
 	*out = NULL;
+	if (dropped)
+		*dropped = false;
 	*base_len = brace ? (size_t)(brace - name) : n;
 	if (!brace)
 		return 0;
@@ -307,6 +343,9 @@ static inline int tally__export_parse_labels(struct tally_export *e, const char 
 		}
 		while (tally__export_label_start(*p) || (*p >= '0' && *p <= '9'))
 			*o++ = *p++;
+		why = tally__export_label_reserved(pairs[nr], (size_t)(o - pairs[nr]));
+		if (why)
+			break;
 		*o++ = '\0';
 		if (p[0] != '=' || p[1] != '"') {
 			why = "a label name must be followed by =\"value\"";
@@ -360,10 +399,18 @@ static inline int tally__export_parse_labels(struct tally_export *e, const char 
 	for (i = 1; !why && i < nr; i++)
 		if (!strcmp(pairs[i - 1], pairs[i]))
 			why = "a label name appears twice";
-	sorted = why ? NULL : (char *)malloc((size_t)(o - buf) + 1);
+	/* An empty value is no label: dropped (after the check above, so
+	 * a="",a="1" is still a name twice). */
+	for (i = 0; !why && i < nr; i++) {
+		if (pairs[i][strlen(pairs[i]) + 1])
+			pairs[kept++] = pairs[i];
+		else if (dropped)
+			*dropped = true;
+	}
+	sorted = why || !kept ? NULL : (char *)malloc((size_t)(o - buf) + 1);
 	if (!why && sorted) {
 		char *q = sorted;
-		for (i = 0; i < nr; i++) {
+		for (i = 0; i < kept; i++) {
 			size_t a = strlen(pairs[i]) + 1, b = strlen(pairs[i] + a) + 1;
 			memcpy(q, pairs[i], a + b);
 			q += a + b;
@@ -378,7 +425,7 @@ static inline int tally__export_parse_labels(struct tally_export *e, const char 
 		tally__export_fail_more(e, why);
 		return -EINVAL;
 	}
-	if (!sorted)
+	if (kept && !sorted)
 		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	*out = sorted;
 	return 0;

@@ -1,9 +1,10 @@
 /**
  * @file
  * tally/export/sources.h - the registered objects (private; include
- * <tally/export.h>): adding a source and its families all or nothing,
- * freeing it, and collecting the values of counters and vectors at render
- * time (trees: <tally/export_rstat.h>).
+ * <tally/export.h>): the index of family names (a hash table, so
+ * registering N families costs O(N)), adding a source and its families
+ * all or nothing, freeing it, and collecting the values of counters and
+ * vectors at render time (trees: <tally/export_rstat.h>).
  */
 #ifndef TALLY_EXPORT_SOURCES_H
 #define TALLY_EXPORT_SOURCES_H
@@ -24,16 +25,81 @@ static inline void tally__export_source_free(struct tally__export_source *s)
 }
 
 /*
+ * The family index: an open-addressed hash table (linear probing) of
+ * e's family names, tally__index[slot] = family + 1 (0: empty), with
+ * tally__cap_index slots (a power of two, at least twice the names), so a
+ * name is found in O(1) and registering N families costs O(N), not
+ * O(N^2). A family number at or past tally__nr_families is one being
+ * registered: its name is pending[number - tally__nr_families].
+ */
+static inline const char *tally__export_index_name(const struct tally_export *e, unsigned f,
+						   const struct tally__export_family *pending)
+{
+	if (f < e->tally__nr_families || !pending) /* (no pending: none past) */
+		return e->tally__families[f].name;
+	return pending[f - e->tally__nr_families].name;
+}
+
+/* The slot of name in e's index, or the empty slot where it would go. */
+static inline unsigned *tally__export_index_slot(const struct tally_export *e, const char *name,
+						 const struct tally__export_family *pending)
+{
+	size_t mask = e->tally__cap_index - 1;
+	size_t j = (size_t)tally__export_hash(TALLY__EXPORT_HASH_SEED, name, strlen(name)) & mask;
+	while (e->tally__index[j] &&
+	       strcmp(tally__export_index_name(e, e->tally__index[j] - 1, pending), name) != 0)
+		j = (j + 1) & mask;
+	return &e->tally__index[j];
+}
+
+/* The number of e's family called name, or -1. */
+static inline long tally__export_find(const struct tally_export *e, const char *name)
+{
+	unsigned *slot;
+	if (!e->tally__cap_index)
+		return -1;
+	slot = tally__export_index_slot(e, name, NULL);
+	return *slot ? (long)*slot - 1 : -1;
+}
+
+/* Make room in e's index for n names (rebuilt from e's families); 0 or
+ * -ENOMEM (the index unchanged). */
+static inline int tally__export_index_room(struct tally_export *e, size_t n)
+{
+	size_t cap = e->tally__cap_index ? e->tally__cap_index : 64;
+	unsigned *old = e->tally__index, i;
+	while (cap < 2 * n)
+		cap *= 2;
+	if (cap == e->tally__cap_index)
+		return 0;
+	if (cap > 0xffffffffu)
+		return -ENOMEM;
+	e->tally__index = (unsigned *)calloc(cap, sizeof(unsigned));
+	if (!e->tally__index) {
+		e->tally__index = old;
+		return -ENOMEM;
+	}
+	free(old);
+	e->tally__cap_index = (unsigned)cap;
+	for (i = 0; i < e->tally__nr_families; i++)
+		*tally__export_index_slot(e, e->tally__families[i].name, NULL) = i + 1;
+	return 0;
+}
+
+/*
  * Append source s with its nfam families (names, helps and kinds filled
  * in by the caller) to e, all or nothing. The families' names and helps
  * are checked, and owned by e from here on; on failure they are freed,
- * and so is s.
+ * and so is s. O(nfam) (amortized): names are looked up in e's index.
  */
 static inline int tally__export_register(struct tally_export *e, struct tally__export_source *s,
 					 struct tally__export_family *fams, unsigned nfam)
 {
-	unsigned i, j;
+	unsigned i, indexed = 0, *slot;
 	int err = 0;
+	if ((size_t)e->tally__nr_families + nfam >= 0x7fffffffu ||
+	    tally__export_index_room(e, (size_t)e->tally__nr_families + nfam))
+		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	for (i = 0; i < nfam && !err; i++) {
 		if (!fams[i].name || !fams[i].help) {
 			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
@@ -42,16 +108,18 @@ static inline int tally__export_register(struct tally_export *e, struct tally__e
 		err = tally__export_check_name(e, fams[i].name);
 		if (!err)
 			err = tally__export_check_help(e, fams[i].name, fams[i].help);
-		for (j = 0; j < e->tally__nr_families && !err; j++)
-			if (!strcmp(e->tally__families[j].name, fams[i].name))
-				err = tally__export_fail(e, -EINVAL,
-							 "metric name '%s' is already registered",
-							 fams[i].name, 0);
-		for (j = 0; j < i && !err; j++)
-			if (!strcmp(fams[j].name, fams[i].name))
-				err = tally__export_fail(e, -EINVAL,
-							 "metric name '%s' appears twice",
-							 fams[i].name, 0);
+		if (err)
+			break;
+		slot = tally__export_index_slot(e, fams[i].name, fams);
+		if (*slot)
+			err = tally__export_fail(e, -EINVAL,
+						 *slot <= e->tally__nr_families
+							 ? "metric name '%s' is already registered"
+							 : "metric name '%s' appears twice",
+						 fams[i].name, 0);
+		else
+			*slot = e->tally__nr_families + i + 1;
+		indexed += !err;
 	}
 	if (!err && e->tally__nr_sources == e->tally__cap_sources) {
 		unsigned cap = e->tally__cap_sources ? 2 * e->tally__cap_sources : 4;
@@ -78,6 +146,10 @@ static inline int tally__export_register(struct tally_export *e, struct tally__e
 		}
 	}
 	if (err) {
+		/* Out of the index, last in first out: linear probing then
+		 * leaves it as it was before them. */
+		while (indexed--)
+			*tally__export_index_slot(e, fams[indexed].name, fams) = 0;
 		for (i = 0; i < nfam; i++)
 			tally__export_family_free(&fams[i]);
 		tally__export_source_free(s);
@@ -118,14 +190,59 @@ static inline int tally__export_add_series(struct tally__export_family *f, unsig
 }
 
 /*
+ * What tally__export_vec_families looks names up in, O(1) each: its
+ * families by name (fam[slot] = family + 1) and its series by family and
+ * labels (ser[slot] = item + 1, the item's family, labels and whether it
+ * dropped an empty label in item_fam, item_labels, item_dropped), each
+ * with mask + 1 slots (a power of two, at least twice the items).
+ */
+struct tally__export_vec_index {
+	size_t mask;
+	unsigned *fam, *ser, *item_fam;
+	const char **item_labels;
+	unsigned char *item_dropped;
+};
+
+static inline uint64_t tally__export_series_hash(unsigned fam, const char *labels)
+{
+	uint64_t h = tally__export_hash(TALLY__EXPORT_HASH_SEED, &fam, sizeof(fam));
+	return labels ? tally__export_hash(h, labels, tally__export_labels_len(labels)) : h;
+}
+
+/* The slot of family name among fams[], or the empty one for it. */
+static inline unsigned *tally__export_vec_fam_slot(struct tally__export_vec_index *x,
+						   const struct tally__export_family *fams,
+						   const char *name)
+{
+	size_t j = (size_t)tally__export_hash(TALLY__EXPORT_HASH_SEED, name, strlen(name)) &
+		   x->mask;
+	while (x->fam[j] && strcmp(fams[x->fam[j] - 1].name, name) != 0)
+		j = (j + 1) & x->mask;
+	return &x->fam[j];
+}
+
+/* The slot of the series of family f with labels, or the empty one. */
+static inline unsigned *tally__export_vec_ser_slot(struct tally__export_vec_index *x, unsigned f,
+						   const char *labels)
+{
+	size_t j = (size_t)tally__export_series_hash(f, labels) & x->mask;
+	while (x->ser[j] && (x->item_fam[x->ser[j] - 1] != f ||
+			     !tally__export_labels_eq(x->item_labels[x->ser[j] - 1], labels)))
+		j = (j + 1) & x->mask;
+	return &x->ser[j];
+}
+
+/*
  * The families of vector v's items into fams (room for n = its items;
  * *nfam set), kinds[i] each item's kind: items that are hidden
  * (TALLY_VEC_ITEM_HIDDEN) left out; an item named "base{labels}" (names[i],
  * else the vector's name, else item<N>) a series of family prefix_base,
- * whose items must all have one kind and differ in their labels; a
- * family's help the first one given among its items. kinds_in NULL: the
- * vector's kinds (TALLY_VEC_ITEM_GAUGE). Returns 0, or -EINVAL / -ENOMEM
- * with e's message set and nothing left allocated in fams.
+ * whose items must all have one kind and differ in their labels (empty
+ * values dropped: tally__export_parse_labels); a family's help the first
+ * one given among its items. kinds_in NULL: the vector's kinds
+ * (TALLY_VEC_ITEM_GAUGE). O(n): families and series are looked up by
+ * hash. Returns 0, or -EINVAL / -ENOMEM with e's message set and nothing
+ * left allocated in fams.
  */
 static inline int tally__export_vec_families(struct tally_export *e,
 					     struct tally__export_family *fams, unsigned *nfam,
@@ -134,14 +251,27 @@ static inline int tally__export_vec_families(struct tally_export *e,
 					     const char *const *helps,
 					     const unsigned char *kinds_in)
 {
-	unsigned i, j, nf = 0, n = tally_vec_nr_items(v);
+	unsigned i, j, nf = 0, n = tally_vec_nr_items(v), *slot;
+	struct tally__export_vec_index x;
+	size_t cap = 16;
 	int err = 0;
+	while (cap < 2 * (size_t)n)
+		cap *= 2;
+	x.mask = cap - 1;
+	x.fam = (unsigned *)calloc(cap, sizeof(unsigned));
+	x.ser = (unsigned *)calloc(cap, sizeof(unsigned));
+	x.item_fam = (unsigned *)malloc(n * sizeof(unsigned));
+	x.item_labels = (const char **)malloc(n * sizeof(char *));
+	x.item_dropped = (unsigned char *)malloc(n);
+	if (!x.fam || !x.ser || !x.item_fam || !x.item_labels || !x.item_dropped)
+		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	for (i = 0; i < n && !err; i++) {
 		char num[16], *base, *fam, *labels;
 		const char *nm = names ? names[i] : tally_vec_item_name(v, i);
 		const char *help = helps && tally__export_help_given(helps[i]) ? helps[i] : NULL;
 		size_t blen;
 		unsigned char kind;
+		bool dropped;
 		if (kinds_in)
 			kind = kinds_in[i];
 		else
@@ -153,7 +283,7 @@ static inline int tally__export_vec_families(struct tally_export *e,
 			continue;
 		if (!nm)
 			nm = tally__export_item_name(num, i);
-		err = tally__export_parse_labels(e, nm, i, &blen, &labels);
+		err = tally__export_parse_labels(e, nm, i, &blen, &labels, &dropped);
 		if (err)
 			break;
 		base = (char *)malloc(blen + 1);
@@ -181,8 +311,8 @@ static inline int tally__export_vec_families(struct tally_export *e,
 			free(labels);
 			break;
 		}
-		for (j = 0; j < nf && strcmp(fams[j].name, fam) != 0; j++)
-			;
+		slot = tally__export_vec_fam_slot(&x, fams, fam);
+		j = *slot ? *slot - 1 : nf;
 		if (j == nf) {
 			/* A new family; its series: one at column i, or labelled. */
 			memset(&fams[nf], 0, sizeof(fams[nf]));
@@ -190,43 +320,67 @@ static inline int tally__export_vec_families(struct tally_export *e,
 			fams[nf].kind = kind;
 			fams[nf].column = i;
 			fams[nf].in_stat = 1;
-			nf++;
+			*slot = ++nf;
 			if (labels)
 				err = tally__export_add_series(&fams[j], i, labels);
 			if (!err && help && !(fams[j].help = tally__export_strdup(help)))
 				err = -ENOMEM;
-			if (err)
+			if (err) {
 				tally__export_fail(e, err, "out of memory", NULL, 0);
-			continue;
-		}
-		free(fam);
-		if (fams[j].kind != kind) {
-			free(labels);
-			err = tally__export_fail(e, -EINVAL, "metric name '%s': ", fams[j].name, 0);
-			tally__export_fail_more(e, "its items differ in kind (counter, gauge)");
-			break;
-		}
-		if (!fams[j].nr_cols) /* its first series, unlabelled */
-			err = tally__export_add_series(&fams[j], fams[j].column, NULL);
-		for (unsigned c = 0; !err && c < fams[j].nr_cols; c++)
-			if (tally__export_labels_eq(fams[j].col_labels[c], labels)) {
+				break;
+			}
+		} else {
+			unsigned other;
+			free(fam);
+			if (fams[j].kind != kind) {
+				free(labels);
+				err = tally__export_fail(e, -EINVAL, "metric name '%s': ",
+							 fams[j].name, 0);
+				tally__export_fail_more(e, "its items differ in kind (counter, gauge)");
+				break;
+			}
+			slot = tally__export_vec_ser_slot(&x, j, labels);
+			if (*slot) {
+				other = *slot - 1;
+				free(labels);
 				err = tally__export_fail(
 					e, -EINVAL, "item %u's name '%s' gives a series its family has",
 					nm, i);
-				tally__export_fail_more(e, " already (the same labels)");
+				tally__export_fail_more(
+					e, dropped || x.item_dropped[other]
+						   ? " already (an empty label value is the label's "
+						     "absence)"
+						   : " already (the same labels)");
+				break;
 			}
-		if (!err)
-			err = tally__export_add_series(&fams[j], i, labels);
-		else
-			free(labels);
-		if (err == -ENOMEM)
-			tally__export_fail(e, err, "out of memory", NULL, 0);
-		if (!err && help && !fams[j].help && !(fams[j].help = tally__export_strdup(help)))
-			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+			if (!fams[j].nr_cols) /* its first series, unlabelled */
+				err = tally__export_add_series(&fams[j], fams[j].column, NULL);
+			if (!err)
+				err = tally__export_add_series(&fams[j], i, labels);
+			else
+				free(labels);
+			if (!err && help && !fams[j].help &&
+			    !(fams[j].help = tally__export_strdup(help)))
+				err = -ENOMEM;
+			if (err) {
+				tally__export_fail(e, err, "out of memory", NULL, 0);
+				break;
+			}
+		}
+		/* The series, for the items after it. */
+		x.item_fam[i] = j;
+		x.item_labels[i] = labels;
+		x.item_dropped[i] = dropped;
+		*tally__export_vec_ser_slot(&x, j, labels) = i + 1;
 	}
 	for (j = 0; j < nf && !err; j++)
 		if (!fams[j].help && !(fams[j].help = tally__export_strdup("tally vector item")))
 			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+	free(x.fam);
+	free(x.ser);
+	free(x.item_fam);
+	free((void *)x.item_labels);
+	free(x.item_dropped);
 	if (err) {
 		for (j = 0; j < nf; j++)
 			tally__export_family_free(&fams[j]);

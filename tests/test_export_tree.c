@@ -1,0 +1,357 @@
+/*
+ * Unit tests for exports that Prometheus takes whole (issue 27): a tree's
+ * gauges rendered as gauges when the caller gives no kinds (the tree's
+ * TALLY_GROUP_ITEM_GAUGE), a tree's exported counters raw and monotonic
+ * across tally_group_reset() and tally_tree_reset() (rstat.h: the raw
+ * values never move), tally_export_add_tree()'s options (NULL: defaults),
+ * and a vector's multi-item update with an item that lacks
+ * TALLY_VEC_ITEM_MULTI: every count applied and exported, none dropped.
+ * Exact output lines throughout, as tests/test_export.c.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include <tally/rstat.h> /* also tells the build to link liburcu */
+#include <tally/export_rstat.h>
+
+#include <stdio.h>
+
+static struct tally_export E;
+
+static void setup(void)
+{
+	cr_assert_eq(tally_export_init(&E), 0);
+	urcu_memb_register_thread();
+}
+
+static void teardown(void)
+{
+	tally_export_destroy(&E);
+	urcu_memb_unregister_thread();
+}
+
+TestSuite(export_tree, .init = setup, .fini = teardown);
+
+static char *render(struct tally_export *e, int fmt)
+{
+	char *out = NULL;
+	size_t len = 0;
+	int err = tally_export_render_alloc(e, fmt, &out, &len);
+	cr_assert_eq(err, 0, "render: %d %s", err, tally_export_error(e));
+	cr_assert_eq(strlen(out), len);
+	return out;
+}
+
+static void expect(struct tally_export *e, int fmt, const char *want)
+{
+	char *got = render(e, fmt);
+	cr_expect_str_eq(got, want, "format %d:\n--- got\n%s--- want\n%s", fmt, got, want);
+	free(got);
+}
+
+/* A tree of two items, requests (a counter) and inflight_requests (a
+ * gauge by the tree's own flags), and one group "a" under the root. */
+static struct tally_tree *two_items(struct tally_group **a)
+{
+	static const char *const items[] = {"requests", "inflight_requests"};
+	static const unsigned char flags[] = {0, TALLY_GROUP_ITEM_GAUGE};
+	struct tally_tree_opts o;
+	struct tally_tree *t;
+	memset(&o, 0, sizeof(o));
+	o.nr_items = 2;
+	o.item_flags = flags;
+	t = tally_tree_create_opts(&o);
+	cr_assert(t);
+	cr_assert_eq(tally_tree_set_item_names(t, items), 0);
+	*a = tally_group_create(tally_tree_root(t));
+	cr_assert(*a);
+	cr_assert_eq(tally_group_set_name(*a, "a"), 0);
+	return t;
+}
+
+static void done(struct tally_tree *t, struct tally_group *a)
+{
+	tally_export_destroy(&E);
+	tally_export_init(&E);
+	cr_assert_eq(tally_group_destroy(a), 0);
+	tally_tree_destroy(t);
+}
+
+/* ---- 3: kinds NULL takes the tree's TALLY_GROUP_ITEM_GAUGE ------------- */
+
+Test(export_tree, gauge_flag_without_kinds)
+{
+	struct tally_group *a;
+	struct tally_tree *t = two_items(&a);
+	struct tally_export_tree_opts o;
+	memset(&o, 0, sizeof(o));
+	o.prefix = "x";
+	o.flags = TALLY_EXPORT_TREE_FLUSH;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	tally_group_mod(a, 0, 5);
+	tally_group_mod(a, 1, 3);
+	expect(&E, TALLY_EXPORT_STAT, "x_requests 5\nx_inflight_requests 3\n");
+	/* The level comes down: a gauge follows it (a counter would hold
+	 * its maximum, 3). */
+	tally_group_mod(a, 1, -2);
+	expect(&E, TALLY_EXPORT_PROMETHEUS,
+	       "# HELP x_requests_total tally tree item (this group and its descendants)\n"
+	       "# TYPE x_requests_total counter\n"
+	       "x_requests_total{group=\"/\"} 5\n"
+	       "x_requests_total{group=\"/a\"} 5\n"
+	       "# HELP x_requests_local_total tally tree item (this group alone)\n"
+	       "# TYPE x_requests_local_total counter\n"
+	       "x_requests_local_total{group=\"/\"} 0\n"
+	       "x_requests_local_total{group=\"/a\"} 5\n"
+	       "# HELP x_inflight_requests tally tree item (this group and its descendants)\n"
+	       "# TYPE x_inflight_requests gauge\n"
+	       "x_inflight_requests{group=\"/\"} 1\n"
+	       "x_inflight_requests{group=\"/a\"} 1\n"
+	       "# HELP x_inflight_requests_local tally tree item (this group alone)\n"
+	       "# TYPE x_inflight_requests_local gauge\n"
+	       "x_inflight_requests_local{group=\"/\"} 0\n"
+	       "x_inflight_requests_local{group=\"/a\"} 1\n");
+	/* Below zero, as a gauge may go. */
+	tally_group_mod(a, 1, -4);
+	expect(&E, TALLY_EXPORT_STAT, "x_requests 5\nx_inflight_requests -3\n");
+	done(t, a);
+}
+
+/* Kinds given win over the tree's flags (the caller's choice). */
+Test(export_tree, kinds_given_win)
+{
+	static const unsigned char kinds[] = {TALLY_EXPORT_GAUGE, TALLY_EXPORT_COUNTER};
+	struct tally_group *a;
+	struct tally_tree *t = two_items(&a);
+	struct tally_export_tree_opts o;
+	char *out;
+	memset(&o, 0, sizeof(o));
+	o.prefix = "y";
+	o.kinds = kinds;
+	o.flags = TALLY_EXPORT_TREE_FLUSH;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	tally_group_mod(a, 0, 2);
+	tally_group_mod(a, 1, 1);
+	out = render(&E, TALLY_EXPORT_PROMETHEUS);
+	cr_expect(strstr(out, "# TYPE y_requests gauge\ny_requests{group=\"/\"} 2\n"), "%s", out);
+	cr_expect(strstr(out, "# TYPE y_inflight_requests_total counter\n"
+			      "y_inflight_requests_total{group=\"/\"} 1\n"),
+		  "%s", out);
+	free(out);
+	done(t, a);
+}
+
+/* ---- 4: exported counters raw and monotonic across resets --------------- */
+
+Test(export_tree, counters_raw_across_group_resets)
+{
+	struct tally_group *a;
+	struct tally_tree *t = two_items(&a);
+	struct tally_export_tree_opts o;
+	memset(&o, 0, sizeof(o));
+	o.prefix = "x";
+	o.flags = TALLY_EXPORT_TREE_FLUSH;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	tally_group_mod(a, 0, 4);
+	tally_group_mod(a, 1, 2);
+	expect(&E, TALLY_EXPORT_STAT, "x_requests 4\nx_inflight_requests 2\n");
+	cr_assert_eq(tally_group_reset(a), 0);
+	cr_assert_eq(tally_group_read(a, 0), 0); /* since the reset */
+	tally_group_mod(a, 0, 3);
+	free(render(&E, TALLY_EXPORT_PROMETHEUS)); /* a scrape between the resets */
+	cr_assert_eq(tally_group_reset(a), 0);
+	tally_group_mod(a, 0, 1);
+	tally_group_mod(a, 1, -1);
+	/* Everything ever counted, 4 + 3 + 1, on every row of the counter;
+	 * the gauge's level (2 - 1: a reset leaves gauges alone). */
+	expect(&E, TALLY_EXPORT_PROMETHEUS,
+	       "# HELP x_requests_total tally tree item (this group and its descendants)\n"
+	       "# TYPE x_requests_total counter\n"
+	       "x_requests_total{group=\"/\"} 8\n"
+	       "x_requests_total{group=\"/a\"} 8\n"
+	       "# HELP x_requests_local_total tally tree item (this group alone)\n"
+	       "# TYPE x_requests_local_total counter\n"
+	       "x_requests_local_total{group=\"/\"} 0\n"
+	       "x_requests_local_total{group=\"/a\"} 8\n"
+	       "# HELP x_inflight_requests tally tree item (this group and its descendants)\n"
+	       "# TYPE x_inflight_requests gauge\n"
+	       "x_inflight_requests{group=\"/\"} 1\n"
+	       "x_inflight_requests{group=\"/a\"} 1\n"
+	       "# HELP x_inflight_requests_local tally tree item (this group alone)\n"
+	       "# TYPE x_inflight_requests_local gauge\n"
+	       "x_inflight_requests_local{group=\"/\"} 0\n"
+	       "x_inflight_requests_local{group=\"/a\"} 1\n");
+	/* The since-reset readers still read since the reset. */
+	cr_expect_eq(tally_group_read(a, 0), 1);
+	cr_expect_eq(tally_group_read_local(a, 0), 1);
+	done(t, a);
+}
+
+/* A reset of the whole tree, before the first render and between renders:
+ * the root's rows too stay raw. */
+Test(export_tree, counters_raw_across_tree_resets)
+{
+	struct tally_group *a;
+	struct tally_tree *t = two_items(&a);
+	struct tally_export_tree_opts o;
+	char *out;
+	memset(&o, 0, sizeof(o));
+	o.prefix = "x";
+	o.flags = TALLY_EXPORT_TREE_FLUSH;
+	tally_group_mod(a, 0, 6);
+	tally_group_mod(tally_tree_root(t), 0, 1);
+	cr_assert_eq(tally_tree_reset(t), 0);
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	expect(&E, TALLY_EXPORT_STAT, "x_requests 7\nx_inflight_requests 0\n");
+	tally_group_mod(a, 0, 2);
+	cr_assert_eq(tally_tree_reset(t), 0);
+	tally_group_mod(tally_tree_root(t), 0, 1);
+	out = render(&E, TALLY_EXPORT_OPENMETRICS);
+	cr_expect(strstr(out, "x_requests_total{group=\"/\"} 10\n"
+			      "x_requests_total{group=\"/a\"} 8\n"),
+		  "%s", out);
+	cr_expect(strstr(out, "x_requests_local_total{group=\"/\"} 2\n"
+			      "x_requests_local_total{group=\"/a\"} 8\n"),
+		  "%s", out);
+	free(out);
+	cr_expect_eq(tally_group_read(tally_tree_root(t), 0), 1);
+	done(t, a);
+}
+
+/* ---- 13: the options struct --------------------------------------------- */
+
+/* NULL options: no prefix, the tree's names and kinds, no flush (rows as
+ * of the last flush). */
+Test(export_tree, null_opts_defaults)
+{
+	struct tally_group *a;
+	struct tally_tree *t = two_items(&a);
+	cr_assert_eq(tally_export_add_tree(&E, t, NULL), 0, "%s", tally_export_error(&E));
+	tally_group_mod(a, 0, 3);
+	tally_group_mod(a, 1, 2);
+	expect(&E, TALLY_EXPORT_STAT, "requests 0\ninflight_requests 0\n");
+	tally_group_flush_force(tally_tree_root(t));
+	expect(&E, TALLY_EXPORT_STAT, "requests 3\ninflight_requests 2\n");
+	done(t, a);
+}
+
+static const char *upper(const struct tally_group *g, void *arg)
+{
+	(void)g;
+	return (const char *)arg;
+}
+
+Test(export_tree, opts_every_member)
+{
+	static const char *const names[] = {"req", "busy"};
+	static const char *const helps[] = {"Requests.", "Busy workers."};
+	struct tally_group *a;
+	struct tally_tree *t = two_items(&a);
+	struct tally_export_tree_opts o;
+	memset(&o, 0, sizeof(o));
+	o.prefix = "p";
+	o.names = names;
+	o.helps = helps;
+	o.name_fn = upper;
+	o.name_arg = (void *)"A";
+	o.flags = TALLY_EXPORT_TREE_FLUSH;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	tally_group_mod(a, 0, 1);
+	tally_group_mod(a, 1, 1);
+	expect(&E, TALLY_EXPORT_PROMETHEUS,
+	       "# HELP p_req_total Requests. (this group and its descendants)\n"
+	       "# TYPE p_req_total counter\n"
+	       "p_req_total{group=\"/\"} 1\n"
+	       "p_req_total{group=\"/A\"} 1\n"
+	       "# HELP p_req_local_total Requests. (this group alone)\n"
+	       "# TYPE p_req_local_total counter\n"
+	       "p_req_local_total{group=\"/\"} 0\n"
+	       "p_req_local_total{group=\"/A\"} 1\n"
+	       "# HELP p_busy Busy workers. (this group and its descendants)\n"
+	       "# TYPE p_busy gauge\n"
+	       "p_busy{group=\"/\"} 1\n"
+	       "p_busy{group=\"/A\"} 1\n"
+	       "# HELP p_busy_local Busy workers. (this group alone)\n"
+	       "# TYPE p_busy_local gauge\n"
+	       "p_busy_local{group=\"/\"} 0\n"
+	       "p_busy_local{group=\"/A\"} 1\n");
+	/* Bad flags and bad kinds: -EINVAL, nothing registered. */
+	o.prefix = "q";
+	o.flags = 8;
+	cr_expect_eq(tally_export_add_tree(&E, t, &o), -EINVAL);
+	cr_expect_str_eq(tally_export_error(&E), "tree 'q': unknown flags");
+	{
+		static const unsigned char bad[] = {0, 7};
+		o.flags = 0;
+		o.kinds = bad;
+		cr_expect_eq(tally_export_add_tree(&E, t, &o), -EINVAL);
+		cr_expect_str_eq(tally_export_error(&E),
+				 "kind of item 1 is neither counter nor gauge");
+	}
+	cr_expect_eq(tally_export_add_tree(&E, NULL, &o), -EINVAL);
+	cr_expect_eq(tally_export_add_tree(NULL, t, &o), -EINVAL);
+	expect(&E, TALLY_EXPORT_STAT, "p_req 1\np_busy 1\n");
+	done(t, a);
+}
+
+/* ---- 5: a multi-item update never drops a count ------------------------- */
+
+/* cmd_get and get_hits take part in multi-item updates; get_misses does
+ * not (no TALLY_VEC_ITEM_MULTI). A pair naming get_misses is applied:
+ * get_misses as a single update, the rest as one multi-item update. */
+Test(export_tree, vec_multi_with_unbanked_item_counts)
+{
+	static const char *const names[] = {"cmd_get", "get_hits", "get_misses"};
+	static const unsigned char fl[] = {TALLY_VEC_ITEM_MULTI, TALLY_VEC_ITEM_MULTI, 0};
+	struct tally_vec_opts vo = {3, 10, NULL, 0, names, fl};
+	struct tally_vec_delta hit[2] = {{0, 1}, {1, 1}};
+	struct tally_vec_delta miss[2] = {{0, 1}, {2, 1}};
+	struct tally_vec v;
+	tally_uword out[3];
+	int i;
+	cr_assert_eq(tally_vec_init_opts(&v, &vo), 0);
+	cr_assert_eq(tally_export_add_vec(&E, "cache", &v, NULL, NULL, NULL), 0);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(tally_vec_mod_multi(&v, hit, 2), 0);
+	for (i = 0; i < 2; i++) {
+		int rc = tally_vec_mod_multi(&v, miss, 2);
+		cr_expect_eq(rc, 0, "mod_multi with an item without banks: rc %d", rc);
+	}
+	cr_assert_eq(tally_vec_snapshot(&v, out, 3), 0);
+	cr_expect_eq(out[0], 5, "cmd_get %llu, want 5 (a count dropped)",
+		     (unsigned long long)out[0]);
+	cr_expect_eq(out[2], 2, "get_misses %llu, want 2", (unsigned long long)out[2]);
+	expect(&E, TALLY_EXPORT_PROMETHEUS,
+	       "# HELP cache_cmd_get_total tally vector item\n"
+	       "# TYPE cache_cmd_get_total counter\n"
+	       "cache_cmd_get_total 5\n"
+	       "# HELP cache_get_hits_total tally vector item\n"
+	       "# TYPE cache_get_hits_total counter\n"
+	       "cache_get_hits_total 3\n"
+	       "# HELP cache_get_misses_total tally vector item\n"
+	       "# TYPE cache_get_misses_total counter\n"
+	       "cache_get_misses_total 2\n");
+	/* An out-of-range item is still refused whole: nothing applied. */
+	{
+		struct tally_vec_delta bad[2] = {{2, 1}, {3, 1}};
+		cr_expect_eq(tally_vec_mod_multi(&v, bad, 2), -EINVAL);
+		cr_expect_eq(tally_vec_sum(&v, 2), 2);
+	}
+	tally_export_destroy(&E);
+	tally_export_init(&E);
+	tally_vec_destroy(&v);
+}
+
+/* A vector with no banked item at all: every part applied as a single
+ * update (n = 0 does nothing and succeeds). */
+Test(export_tree, vec_multi_without_banks_counts)
+{
+	struct tally_vec v;
+	struct tally_vec_delta d[3] = {{0, 4}, {1, -2}, {0, 1}};
+	cr_assert_eq(tally_vec_init(&v, 2, 10), 0);
+	cr_expect_eq(tally_vec_mod_multi(&v, d, 3), 0);
+	cr_expect_eq(tally_vec_mod_multi(&v, NULL, 0), 0);
+	cr_expect_eq(tally_vec_sum(&v, 0), 5);
+	cr_expect_eq(tally_vec_read_exact(&v, 1), -2);
+	tally_vec_destroy(&v);
+}
