@@ -2,9 +2,18 @@
 # Header hygiene: every header in <include-dir>/tally/*.h (internal ones too;
 # the parts under tally/<name>/ refuse to be included alone and are checked
 # through their header) must
-#   - compile alone, included twice, under -Wall -Wextra -Wpedantic -Werror,
+#   - compile alone, included twice, under -Wall -Wextra -Wpedantic -Werror
+#     and the warnings projects commonly add (C: -Wmissing-prototypes
+#     -Wstrict-prototypes -Wold-style-definition -Wshadow -Wundef
+#     -Wconversion -Wsign-conversion; C++: -Wmissing-declarations -Wundef
+#     -Wconversion -Wsign-conversion; not C++'s -Wshadow, which g++ applies
+#     to a function named as a struct, tally_serve_stats for one),
 #     as C11 and C17 with gcc, clang (14, the default) and clang-16, and as
 #     C++11, C++14, C++17 and C++20 with g++, clang++ and clang++-16;
+#   - compile so in every code-size mode of config.h as well: TALLY_EXTERN=1
+#     with and without TALLY_IMPLEMENTATION (the one unit that defines the
+#     update calls: each needs its prototype), and TALLY_INLINE=0 (C11 with
+#     gcc and clang, C++17 with g++ and clang++);
 #   - compile with 32-bit words (C11 and C++17), and, for headers that need
 #     no liburcu, as C11 with gcc -m32;
 #   - stop at config.h's #error, with its message as the first error, as C99
@@ -32,6 +41,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 warn=(-Wall -Wextra -Wpedantic -Werror -fsyntax-only)
+cwarn=(-Wmissing-prototypes -Wstrict-prototypes -Wold-style-definition -Wshadow -Wundef
+	-Wconversion -Wsign-conversion)
+cxxwarn=(-Wmissing-declarations -Wundef -Wconversion -Wsign-conversion)
 # liburcu's headers are where pkg-config says (usually a system path).
 urcu=$(pkg-config --cflags liburcu-memb 2>/dev/null || true)
 # The message config.h gives below C11 / C++11.
@@ -48,9 +60,10 @@ failed=()
 compile() {
 	local label=$1 tu=$2 cc=$3
 	shift 3
-	local out
+	local out more=("${cwarn[@]}")
+	[[ $tu == *.cc ]] && more=("${cxxwarn[@]}")
 	# shellcheck disable=SC2086
-	if out=$("$cc" "$@" "${warn[@]}" -I"$inc" $urcu "$tu" 2>&1); then
+	if out=$("$cc" "$@" "${warn[@]}" "${more[@]}" -I"$inc" $urcu "$tu" 2>&1); then
 		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))
@@ -133,6 +146,17 @@ for h in "${headers[@]}"; do
 			compile "$name: $cxxc -std=$std" "$cxx" "$cxxc" -std=$std
 		done
 		refuse "$name: $cxxc -std=c++98 stops at the #error" "$cxx" "$cxxc" -std=c++98
+	done
+	for mode in "-DTALLY_EXTERN=1" "-DTALLY_EXTERN=1 -DTALLY_IMPLEMENTATION" \
+		"-DTALLY_INLINE=0"; do
+		read -ra m <<<"$mode"
+		for cc in gcc clang; do
+			have "$cc" && compile "$name: $cc -std=c11 $mode" "$c" "$cc" -std=c11 "${m[@]}"
+		done
+		for cxxc in g++ clang++; do
+			have "$cxxc" && compile "$name: $cxxc -std=c++17 $mode" "$cxx" "$cxxc" \
+				-std=c++17 "${m[@]}"
+		done
 	done
 	have gcc && compile "$name: gcc -std=c11 -DTALLY_WORD_BITS=32" "$c" gcc -std=c11 \
 		-DTALLY_WORD_BITS=32

@@ -76,8 +76,8 @@ extern "C" {
  *   TALLY_EXTERN 1    declarations only; the one translation unit that
  *                     defines TALLY_IMPLEMENTATION before including the
  *                     headers holds the only (external) definitions
- * A header wraps each such call in "#if TALLY__API_BODY ... #else" a
- * prototype "#endif".
+ * A header declares each such call ("TALLY__API int f(...);", so that a
+ * definition has a prototype) and defines it in "#if TALLY__API_BODY".
  */
 #if TALLY_EXTERN
 #  define TALLY__API

@@ -357,6 +357,7 @@ TALLY__COLD void tally__counter_carried(struct tally_counter *c, unsigned s, tal
  * Inlined at every call site unless TALLY_INLINE / TALLY_EXTERN say
  * otherwise (config.h).
  */
+TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta);
 #if TALLY__API_BODY
 TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 {
@@ -374,8 +375,6 @@ TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 		tally__counter_carried(c, tally__pcpu_slot_of(&c->tally__pcpu, w, 0), nv,
 				       (tally_uword)delta);
 }
-#else
-void tally_counter_add(struct tally_counter *c, tally_sword delta);
 #endif
 
 /**

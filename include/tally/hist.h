@@ -284,6 +284,7 @@ static inline void tally_hist_destroy(struct tally_hist *h)
  * Inlined at every call site unless TALLY_INLINE / TALLY_EXTERN say
  * otherwise (config.h).
  */
+TALLY__API int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n);
 #if TALLY__API_BODY
 TALLY__API int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n)
 {
@@ -293,8 +294,6 @@ TALLY__API int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n)
 		return 0;
 	return tally__hist_record(h, v, (uint32_t)n);
 }
-#else
-int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n);
 #endif
 
 /**
@@ -305,6 +304,7 @@ int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n);
  * written, seen whole or not at all by a snapshot. Inlined unless
  * TALLY_INLINE / TALLY_EXTERN say otherwise.
  */
+TALLY__API int tally_hist_record(struct tally_hist *h, int64_t v);
 #if TALLY__API_BODY
 TALLY__API int tally_hist_record(struct tally_hist *h, int64_t v)
 {
@@ -312,8 +312,6 @@ TALLY__API int tally_hist_record(struct tally_hist *h, int64_t v)
 		return -EINVAL;
 	return tally__hist_record(h, v, 1u); /* v < 0: -EINVAL, out of line */
 }
-#else
-int tally_hist_record(struct tally_hist *h, int64_t v);
 #endif
 
 /* ---- properties ---------------------------------------------------------- */

@@ -19,16 +19,24 @@
  * for it (tally_export_negotiate(), as Prometheus does), else Prometheus
  * text 0.0.4; ?format=openmetrics, prometheus, json or stat picks one.
  * Other paths: 404; other methods: 405; a request whose headers do not fit
- * in max_request_bytes: 431 (a long URL 414); no render within
- * render_timeout_ms, or a failed render: 503 (the error on stderr).
+ * in max_request_bytes: 431 (a long URL 414); a render that could not
+ * take *lock within render_timeout_ms of its batch's start (held elsewhere
+ * all that time), or a failed render: 503 (the render's error on stderr).
  *
- * Renders run on one thread of the server's own, one at a time, in the
- * order the requests came: the exporter is never used by two threads at
- * once, so any number of concurrent scrapes is safe. That thread calls
- * thread_start(thread_arg) first and thread_stop(thread_arg) last, so that
- * it can register with the RCU flavor of a tree it renders (rstat.h
- * requires it of threads that walk groups). A render takes *lock if lock
- * is not NULL, for programs that use the exporter elsewhere too.
+ * Renders run on one thread of the server's own, one at a time, in
+ * batches: a batch is every request waiting when it starts, and it renders
+ * each format they asked for once and answers all of them with that page
+ * (a request that arrives during a render waits for the next batch, so its
+ * page is never older than its request). The exporter is never used by two
+ * threads at once, so any number of concurrent scrapes is safe, and a
+ * flood of them costs a render per batch, not one per request. A request
+ * waits for its batch suspended: no server thread waits with it. The
+ * render thread calls thread_start(thread_arg) first and
+ * thread_stop(thread_arg) last, so that it can register with the RCU
+ * flavor of a tree it renders (rstat.h requires it of threads that walk
+ * groups). A render takes *lock if lock is not NULL, for programs that use
+ * the exporter elsewhere too (by trylock and naps of 1 to 8 ms while it is
+ * held, so that render_timeout_ms can pass).
  *
  * Slow and idle clients cannot lock a scraper out:
  *   - a request must arrive whole (its headers) within request_timeout_s
@@ -36,14 +44,21 @@
  *     answer must be sent within request_timeout_s of that; else the
  *     connection is closed, however steadily it trickles bytes;
  *   - a connection with no progress for idle_timeout_s is closed;
- *   - at most max_conns connections are kept: when another one arrives,
- *     the oldest connection that is not being answered is closed to make
- *     room (a scrape is answered as soon as its headers are in, so the
- *     ones that wait, idle or trickling, go first); there is no limit per
- *     address (Prometheus and an attacker on one host share one).
- * So a new scrape is answered within its render time while any number of
- * clients trickle or sit idle. Everything is event-driven on `threads`
- * threads (epoll where there is one): waiting connections cost no thread.
+ *   - at most max_conns connections are kept while some are not being
+ *     answered: when another one arrives past max_conns, the oldest
+ *     connections that are not being answered are closed to make room (a
+ *     connection is being answered from the moment its request's headers
+ *     are in until its answer is sent, so the ones that wait, idle or
+ *     trickling, go first); when every other one is being answered, the
+ *     new one is kept too, past max_conns (libmicrohttpd refuses more
+ *     than max_conns + max_conns / 2 + 16), and the next one to arrive
+ *     closes those that are done by then; there is no limit per address
+ *     (Prometheus and an attacker on one host share one).
+ * So a new scrape waits for at most two batches (the one rendering when it
+ * arrives, and its own; a render per format asked for in each), then for
+ * its sending, while any number of clients trickle, sit idle or scrape at
+ * once. Everything is event-driven on `threads` threads (epoll where there
+ * is one): waiting connections and waiting requests cost no thread.
  *
  * Concurrency: tally_serve_start and tally_serve_stop on one server are
  * not called beside each other; between them, the exporter must not be
@@ -96,7 +111,8 @@ struct tally_serve_opts {
 	/** Seconds a request may take to arrive, and then to be answered;
 	 * 0: 10. */
 	unsigned request_timeout_s;
-	/** Milliseconds a request waits for its render; 0: 2000. */
+	/** Milliseconds a batch's render may wait for *lock before its
+	 * requests get 503; 0: 2000. */
 	unsigned render_timeout_ms;
 	/** Bytes a request's line and headers may take; 0: 16384. */
 	size_t max_request_bytes;
@@ -116,6 +132,7 @@ struct tally_serve_stats {
 	unsigned long evicted;  /**< connections closed to make room */
 	unsigned long expired;  /**< connections closed by request_timeout_s */
 	unsigned open;          /**< connections open now */
+	unsigned waiting;       /**< requests waiting for their render now */
 };
 
 
@@ -128,13 +145,24 @@ struct tally__serve_conn {
 	uint64_t since; /* ns: start, last answer, or this request's headers */
 };
 
-/* Private: one render asked for by a request. */
+/* Private: one rendered page, shared by the requests of one batch that
+ * asked for its format; the last of them destroys r (each queued it). */
+struct tally__serve_page {
+	struct MHD_Response *r;
+	unsigned refs;
+};
+
+/* Private: a request waiting (suspended) for its render. */
 struct tally__serve_job {
 	struct tally__serve_job *next;
-	int fmt, taken, done, abandoned, err;
-	char *out;
-	size_t len;
+	struct MHD_Connection *mc;
+	struct tally__serve_page *page; /* done: the answer; NULL: 503 */
+	uint64_t deadline;              /* ns: its render must take *lock by then */
+	int fmt;
+	int state; /* TALLY__SERVE_QUEUED, _BATCHED, _DONE */
+	int gone;  /* its request ended first: the render thread frees it */
 };
+enum { TALLY__SERVE_QUEUED = 1, TALLY__SERVE_BATCHED, TALLY__SERVE_DONE };
 
 /** A running server (tally_serve_start()); private members. */
 struct tally_serve {
@@ -144,6 +172,7 @@ struct tally_serve {
 	pthread_t tally__thread;
 	pthread_mutex_t tally__mu;
 	struct tally__os_cond tally__cv_job, tally__cv_done;
+	unsigned tally__jobs_live; /* jobs not freed yet (cv_done: none left) */
 	struct tally__serve_job *tally__jobs, *tally__jobs_tail;
 	struct tally__serve_conn *tally__conns, *tally__conns_tail;
 	unsigned tally__open; /* connections not closing */
@@ -231,6 +260,21 @@ static inline void tally__serve_close(struct tally_serve *s, struct tally__serve
 	s->tally__open--;
 }
 
+/* Past max_conns: close the oldest connections not being answered, but
+ * never keep (the newest, arrived just now). mu held. */
+static inline void tally__serve_evict(struct tally_serve *s, const struct tally__serve_conn *keep)
+{
+	while (s->tally__open > s->tally__o.max_conns) {
+		struct tally__serve_conn *v = s->tally__conns;
+		while (v && (v->busy || v->closing || v == keep))
+			v = v->next;
+		if (!v)
+			return; /* every other one is being answered: keep them all */
+		tally__serve_close(s, v);
+		s->tally__stats.evicted++;
+	}
+}
+
 /* Move c to the end of the list (the newest), since now. mu held. */
 static inline void tally__serve_touch(struct tally_serve *s, struct tally__serve_conn *c,
 				      uint64_t now)
@@ -275,19 +319,7 @@ static inline void tally__serve_notify(void *cls, struct MHD_Connection *mc, voi
 		s->tally__conns_tail = c;
 		s->tally__open++;
 		s->tally__stats.open++;
-		/* Room for c: close the oldest connections not being
-		 * answered; c itself if every other one is. */
-		while (s->tally__open > s->tally__o.max_conns) {
-			struct tally__serve_conn *v = s->tally__conns;
-			while (v && (v->busy || v->closing || v == c))
-				v = v->next;
-			if (!v)
-				v = c;
-			tally__serve_close(s, v);
-			s->tally__stats.evicted++;
-			if (v == c)
-				break;
-		}
+		tally__serve_evict(s, c);
 		pthread_mutex_unlock(&s->tally__mu);
 		*ctx = c;
 	} else if (c) {
@@ -316,125 +348,233 @@ static inline struct tally__serve_conn *tally__serve_conn_of(struct MHD_Connecti
 	return i ? (struct tally__serve_conn *)i->socket_context : NULL;
 }
 
-/* A request is done (answered or not): its connection waits again. */
+/* Drop one reference to p (mu held); the last one's response, if any, is
+ * the caller's to destroy: returned. */
+static inline struct MHD_Response *tally__serve_unref(struct tally__serve_page *p)
+{
+	struct MHD_Response *r = NULL;
+	if (p && --p->refs == 0) {
+		r = p->r;
+		free(p);
+	}
+	return r;
+}
+
+/* A request is done (answered or not): its connection waits again (the
+ * next connection to arrive closes the oldest waiting ones while more than
+ * max_conns are open). */
 static inline void tally__serve_completed(void *cls, struct MHD_Connection *mc, void **req,
 					  enum MHD_RequestTerminationCode toe)
 {
 	struct tally_serve *s = (struct tally_serve *)cls;
 	struct tally__serve_conn *c = tally__serve_conn_of(mc);
+	struct tally__serve_job *j = *req == (void *)s ? NULL : (struct tally__serve_job *)*req;
+	struct MHD_Response *r = NULL;
 	(void)toe;
 	*req = NULL;
-	if (!c)
-		return;
 	pthread_mutex_lock(&s->tally__mu);
-	c->busy = 0;
-	tally__serve_touch(s, c, tally__serve_now());
+	if (j && j->state == TALLY__SERVE_DONE) {
+		r = tally__serve_unref(j->page);
+		free(j);
+		if (--s->tally__jobs_live == 0)
+			tally__os_cond_broadcast(&s->tally__cv_done);
+	} else if (j) {
+		j->gone = 1; /* never so while it is suspended; for safety */
+	}
+	if (c) {
+		c->busy = 0;
+		tally__serve_touch(s, c, tally__serve_now());
+	}
 	pthread_mutex_unlock(&s->tally__mu);
+	if (r)
+		MHD_destroy_response(r);
 }
 
-/* The render thread: renders, one at a time, and closes connections past
- * their request deadline. */
+/* Hand the jobs of list (linked by next, taken off the queue) their page p
+ * (NULL: 503) and resume their connections; frees the gone ones. mu held on
+ * entry, not on return. */
+static inline void tally__serve_deliver(struct tally_serve *s, struct tally__serve_job *list,
+					struct tally__serve_page *p)
+{
+	struct tally__serve_job *j, *nx, *wake = NULL;
+	struct MHD_Response *r = NULL;
+	for (j = list; j; j = nx) {
+		nx = j->next;
+		s->tally__stats.waiting--;
+		if (j->gone) {
+			free(j);
+			if (--s->tally__jobs_live == 0)
+				tally__os_cond_broadcast(&s->tally__cv_done);
+			continue;
+		}
+		j->state = TALLY__SERVE_DONE;
+		j->page = p;
+		if (p)
+			p->refs++;
+		j->next = wake;
+		wake = j;
+	}
+	if (p && !p->refs) { /* nobody left to take it */
+		r = p->r;
+		free(p);
+	}
+	/* Read each job before its resume: its request may end (and free
+	 * it) as soon as its connection runs again. */
+	for (j = wake; j; j = nx) {
+		struct MHD_Connection *mc = j->mc;
+		nx = j->next;
+		j->next = NULL;
+		pthread_mutex_unlock(&s->tally__mu);
+		MHD_resume_connection(mc);
+		pthread_mutex_lock(&s->tally__mu);
+	}
+	pthread_mutex_unlock(&s->tally__mu);
+	if (r)
+		MHD_destroy_response(r);
+}
+
+/* Take the jobs of *list whose deadline passed (all of them if all) into
+ * a list of their own. mu held. */
+static inline struct tally__serve_job *tally__serve_take(struct tally__serve_job **list,
+							  uint64_t now, int all)
+{
+	struct tally__serve_job *out = NULL, **pp = list;
+	while (*pp) {
+		struct tally__serve_job *j = *pp;
+		if (all || now > j->deadline) {
+			*pp = j->next;
+			j->next = out;
+			out = j;
+		} else {
+			pp = &j->next;
+		}
+	}
+	return out;
+}
+
+/* Close the connections past their request deadline. mu held. */
+static inline void tally__serve_expire(struct tally_serve *s, uint64_t now)
+{
+	uint64_t limit = (uint64_t)s->tally__o.request_timeout_s * 1000000000u;
+	struct tally__serve_conn *c;
+	for (c = s->tally__conns; c; c = c->next)
+		if (!c->closing && now - c->since > limit) {
+			tally__serve_close(s, c);
+			s->tally__stats.expired++;
+		}
+}
+
+/* Take *lock for a render of batch (mu not held), failing with 503 the
+ * jobs whose deadline passes meanwhile (all of them once the server
+ * stops): 1 with the lock, 0 when *batch emptied first. Polls (1 to 8 ms
+ * naps): the lock is held elsewhere only by programs that share the
+ * exporter, and briefly; a timed lock is not everywhere. */
+static inline int tally__serve_lock(struct tally_serve *s, struct tally__serve_job **batch)
+{
+	unsigned nap = 0;
+	while (pthread_mutex_trylock(s->tally__o.lock) != 0) {
+		struct timespec ts;
+		uint64_t now = tally__serve_now();
+		struct tally__serve_job *late;
+		pthread_mutex_lock(&s->tally__mu);
+		tally__serve_expire(s, now);
+		late = tally__serve_take(batch, now, s->tally__stop); /* stop: all */
+		if (late) {
+			tally__serve_deliver(s, late, NULL); /* unlocks mu */
+			pthread_mutex_lock(&s->tally__mu);
+		}
+		if (!*batch) {
+			pthread_mutex_unlock(&s->tally__mu);
+			return 0;
+		}
+		/* Nap 1, 2, .. 8 ms (cut short by a new request or the stop). */
+		nap = nap < 8000000u ? nap + 1000000u : nap;
+		tally__os_cond_deadline(&s->tally__cv_job, &ts, nap);
+		if (!s->tally__stop)
+			tally__os_cond_timedwait(&s->tally__cv_job, &s->tally__mu, &ts);
+		pthread_mutex_unlock(&s->tally__mu);
+	}
+	return 1;
+}
+
+/* The render thread: renders a batch at a time, and closes connections
+ * past their request deadline. A batch is every request waiting when it
+ * starts; it renders each format they asked for once. */
 static inline void *tally__serve_main(void *arg)
 {
 	struct tally_serve *s = (struct tally_serve *)arg;
-	uint64_t limit = (uint64_t)s->tally__o.request_timeout_s * 1000000000u;
 	if (s->tally__o.thread_start)
 		s->tally__o.thread_start(s->tally__o.thread_arg);
 	pthread_mutex_lock(&s->tally__mu);
 	while (!s->tally__stop) {
-		struct tally__serve_job *j = s->tally__jobs;
-		if (j) {
+		struct tally__serve_job *batch = s->tally__jobs, *j;
+		struct timespec ts;
+		if (!batch) {
+			tally__serve_expire(s, tally__serve_now());
+			/* the next look at the deadlines: 200 ms */
+			tally__os_cond_deadline(&s->tally__cv_job, &ts, 200000000u);
+			tally__os_cond_timedwait(&s->tally__cv_job, &s->tally__mu, &ts);
+			continue;
+		}
+		s->tally__jobs = s->tally__jobs_tail = NULL;
+		for (j = batch; j; j = j->next) {
+			j->state = TALLY__SERVE_BATCHED;
+			j->deadline = tally__serve_now() +
+				      (uint64_t)s->tally__o.render_timeout_ms * 1000000u;
+		}
+		pthread_mutex_unlock(&s->tally__mu);
+		while (batch) {
+			int fmt = batch->fmt, err;
 			char *out = NULL;
 			size_t len = 0;
-			int err;
-			s->tally__jobs = j->next;
-			if (!s->tally__jobs)
-				s->tally__jobs_tail = NULL;
-			j->taken = 1;
-			pthread_mutex_unlock(&s->tally__mu);
-			if (s->tally__o.lock)
-				pthread_mutex_lock(s->tally__o.lock);
-			err = tally_export_render_alloc(s->tally__e, j->fmt, &out, &len);
+			struct tally__serve_page *p = NULL;
+			struct tally__serve_job *mine = NULL, **pp;
+			if (s->tally__o.lock && !tally__serve_lock(s, &batch))
+				break;
+			err = tally_export_render_alloc(s->tally__e, fmt, &out, &len);
 			if (err)
 				(void)fprintf(stderr, "tally_serve: render: %s\n",
 					      tally_export_error(s->tally__e));
 			if (s->tally__o.lock)
 				pthread_mutex_unlock(s->tally__o.lock);
+			if (!err)
+				p = (struct tally__serve_page *)calloc(1, sizeof(*p));
+			if (p)
+				p->r = MHD_create_response_from_buffer(len, out,
+								       MHD_RESPMEM_MUST_FREE);
+			if (p && p->r) {
+				MHD_add_response_header(p->r, MHD_HTTP_HEADER_CONTENT_TYPE,
+							tally_export_content_type(fmt));
+			} else {
+				free(out);
+				free(p);
+				p = NULL;
+			}
 			pthread_mutex_lock(&s->tally__mu);
 			s->tally__stats.renders++;
-			if (j->abandoned) { /* its request gave up waiting */
-				free(out);
-				free(j);
-			} else {
-				j->err = err;
-				j->out = out;
-				j->len = len;
-				j->done = 1;
-				tally__os_cond_broadcast(&s->tally__cv_done);
-			}
-		} else {
-			uint64_t now = tally__serve_now();
-			struct tally__serve_conn *c;
-			struct timespec ts;
-			for (c = s->tally__conns; c; c = c->next)
-				if (!c->closing && now - c->since > limit) {
-					tally__serve_close(s, c);
-					s->tally__stats.expired++;
+			for (pp = &batch; *pp;) { /* this format's jobs */
+				j = *pp;
+				if (j->fmt == fmt) {
+					*pp = j->next;
+					j->next = mine;
+					mine = j;
+				} else {
+					pp = &j->next;
 				}
-			/* the next look at the deadlines: 200 ms */
-			tally__os_cond_deadline(&s->tally__cv_job, &ts, 200000000u);
-			tally__os_cond_timedwait(&s->tally__cv_job, &s->tally__mu, &ts);
+			}
+			tally__serve_deliver(s, mine, p); /* unlocks mu */
 		}
+		pthread_mutex_lock(&s->tally__mu);
 	}
-	pthread_mutex_unlock(&s->tally__mu);
+	/* Stopping: the requests still waiting get 503. */
+	{
+		struct tally__serve_job *rest = s->tally__jobs;
+		s->tally__jobs = s->tally__jobs_tail = NULL;
+		tally__serve_deliver(s, rest, NULL); /* unlocks mu */
+	}
 	if (s->tally__o.thread_stop)
 		s->tally__o.thread_stop(s->tally__o.thread_arg);
 	return NULL;
-}
-
-/* Render fmt on the render thread: 0 with *out (free it), or -errno. */
-static inline int tally__serve_render(struct tally_serve *s, int fmt, char **out, size_t *len)
-{
-	struct tally__serve_job *j = (struct tally__serve_job *)calloc(1, sizeof(*j));
-	struct timespec ts;
-	int err;
-	if (!j)
-		return -ENOMEM;
-	j->fmt = fmt;
-	tally__os_cond_deadline(&s->tally__cv_done, &ts,
-				(uint64_t)s->tally__o.render_timeout_ms * 1000000u);
-	pthread_mutex_lock(&s->tally__mu);
-	if (s->tally__jobs_tail)
-		s->tally__jobs_tail->next = j;
-	else
-		s->tally__jobs = j;
-	s->tally__jobs_tail = j;
-	tally__os_cond_signal(&s->tally__cv_job);
-	while (!j->done)
-		if (tally__os_cond_timedwait(&s->tally__cv_done, &s->tally__mu, &ts) == ETIMEDOUT)
-			break;
-	if (j->done) {
-		err = j->err;
-		*out = j->out;
-		*len = j->len;
-		free(j);
-	} else if (j->taken) {
-		j->abandoned = 1; /* the render thread frees it */
-		err = -ETIMEDOUT;
-	} else {
-		struct tally__serve_job **pp = &s->tally__jobs, *prev = NULL;
-		while (*pp != j) {
-			prev = *pp;
-			pp = &(*pp)->next;
-		}
-		*pp = j->next;
-		if (s->tally__jobs_tail == j)
-			s->tally__jobs_tail = prev;
-		free(j);
-		err = -ETIMEDOUT;
-	}
-	pthread_mutex_unlock(&s->tally__mu);
-	return err;
 }
 
 #if MHD_VERSION < 0x00097002
@@ -472,9 +612,8 @@ static inline tally__serve_result tally__serve_handle(void *cls, struct MHD_Conn
 	static char bad_format[] = "unknown format: try prometheus, openmetrics, json or stat\n";
 	static char unavailable[] = "render failed or timed out\n";
 	struct tally_serve *s = (struct tally_serve *)cls;
+	struct tally__serve_job *j;
 	const char *q;
-	char *body = NULL;
-	size_t len = 0;
 	int fmt;
 	(void)version;
 	(void)upload;
@@ -488,6 +627,23 @@ static inline tally__serve_result tally__serve_handle(void *cls, struct MHD_Conn
 			tally__serve_touch(s, c, tally__serve_now());
 			pthread_mutex_unlock(&s->tally__mu);
 		}
+	}
+	if (*req != (void *)s) { /* resumed: its render is done */
+		struct MHD_Response *r;
+		tally__serve_result ret;
+		j = (struct tally__serve_job *)*req;
+		if (!j->page)
+			return tally__serve_reply(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+						  unavailable, sizeof(unavailable) - 1,
+						  MHD_RESPMEM_PERSISTENT);
+		ret = MHD_queue_response(mc, MHD_HTTP_OK, j->page->r);
+		pthread_mutex_lock(&s->tally__mu);
+		r = tally__serve_unref(j->page);
+		j->page = NULL;
+		pthread_mutex_unlock(&s->tally__mu);
+		if (r)
+			MHD_destroy_response(r);
+		return ret;
 	}
 	if (*upload_size) { /* a body we do not want: drop it */
 		*upload_size = 0;
@@ -516,12 +672,37 @@ static inline tally__serve_result tally__serve_handle(void *cls, struct MHD_Conn
 						  bad_format, sizeof(bad_format) - 1,
 						  MHD_RESPMEM_PERSISTENT);
 	}
-	if (tally__serve_render(s, fmt, &body, &len))
+	/* Wait for the next batch's render, suspended: no thread waits. The
+	 * connection runs again (this call again, with *req = j) once the
+	 * render thread resumes it; suspended before j is queued, and never
+	 * under mu (MHD takes locks of its own around our callbacks). */
+	j = (struct tally__serve_job *)calloc(1, sizeof(*j));
+	if (!j)
 		return tally__serve_reply(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
 					  unavailable, sizeof(unavailable) - 1,
 					  MHD_RESPMEM_PERSISTENT);
-	return tally__serve_reply(mc, MHD_HTTP_OK, tally_export_content_type(fmt), body, len,
-				  MHD_RESPMEM_MUST_FREE);
+	j->mc = mc;
+	j->fmt = fmt;
+	*req = j;
+	MHD_suspend_connection(mc);
+	pthread_mutex_lock(&s->tally__mu);
+	s->tally__jobs_live++;
+	if (s->tally__stop) { /* no render thread to resume it: 503 now */
+		j->state = TALLY__SERVE_DONE;
+		pthread_mutex_unlock(&s->tally__mu);
+		MHD_resume_connection(mc);
+		return MHD_YES;
+	}
+	j->state = TALLY__SERVE_QUEUED;
+	if (s->tally__jobs_tail)
+		s->tally__jobs_tail->next = j;
+	else
+		s->tally__jobs = j;
+	s->tally__jobs_tail = j;
+	s->tally__stats.waiting++;
+	tally__os_cond_signal(&s->tally__cv_job);
+	pthread_mutex_unlock(&s->tally__mu);
+	return MHD_YES;
 }
 
 
@@ -546,6 +727,7 @@ static inline int tally_serve_start(struct tally_serve **out, struct tally_expor
 	struct tally_serve *s;
 	struct sockaddr_storage ss;
 	socklen_t sl = 0;
+	struct MHD_OptionItem pool[2];
 	unsigned flags, port = 0;
 	int err;
 	if (why && why_size)
@@ -604,14 +786,21 @@ static inline int tally_serve_start(struct tally_serve **out, struct tally_expor
 				  NULL);
 		goto fail;
 	}
-	flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	/* One thread: no pool option at all (libmicrohttpd warns of a pool
+	 * of 0 or 1 on every start). */
+	pool[0].option = s->tally__o.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END;
+	pool[0].value = (intptr_t)s->tally__o.threads;
+	pool[0].ptr_value = NULL;
+	pool[1].option = MHD_OPTION_END;
+	pool[1].value = 0;
+	pool[1].ptr_value = NULL;
+	flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	errno = 0;
 	s->tally__d = MHD_start_daemon(
 		flags, 0, NULL, NULL, tally__serve_handle, s, MHD_OPTION_SOCK_ADDR,
-		(const struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
-		s->tally__o.threads > 1 ? s->tally__o.threads : 0u,
+		(const struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool,
 		/* Room beyond max_conns for connections that are being closed
 		 * while new ones arrive: eviction keeps below it. */
 		MHD_OPTION_CONNECTION_LIMIT, s->tally__o.max_conns + s->tally__o.max_conns / 2 + 16,
@@ -665,25 +854,35 @@ static inline int tally_serve_stats(struct tally_serve *s, struct tally_serve_st
 }
 
 /**
- * tally_serve_stop - stop s: close its connections (a request waiting for
- * a render gets it or its timeout first), stop the render thread (after
- * thread_stop) and free s. The exporter is the caller's again. NULL: no-op.
+ * tally_serve_stop - stop s: stop the render thread (after the render it is
+ * running, and thread_stop), answer 503 to the requests still waiting for
+ * a render (a second at most for their sending), close the connections and
+ * free s. The exporter is the caller's again. NULL: no-op.
  */
 static inline void tally_serve_stop(struct tally_serve *s)
 {
 	if (!s)
 		return;
-	MHD_stop_daemon(s->tally__d);
+	/* The render thread first: it answers (503) and resumes every
+	 * request still waiting, so that no connection is suspended when the
+	 * daemon stops; later ones get 503 at once. */
 	pthread_mutex_lock(&s->tally__mu);
 	s->tally__stop = 1;
 	tally__os_cond_signal(&s->tally__cv_job);
 	pthread_mutex_unlock(&s->tally__mu);
 	pthread_join(s->tally__thread, NULL);
-	while (s->tally__jobs) { /* none: every request ended with the daemon */
-		struct tally__serve_job *j = s->tally__jobs;
-		s->tally__jobs = j->next;
-		free(j);
+	/* Let the resumed ones send their 503 (a second at most: a client
+	 * that does not read is not waited for). */
+	pthread_mutex_lock(&s->tally__mu);
+	{
+		struct timespec ts;
+		tally__os_cond_deadline(&s->tally__cv_done, &ts, 1000000000u);
+		while (s->tally__jobs_live &&
+		       tally__os_cond_timedwait(&s->tally__cv_done, &s->tally__mu, &ts) != ETIMEDOUT)
+			;
 	}
+	pthread_mutex_unlock(&s->tally__mu);
+	MHD_stop_daemon(s->tally__d);
 	tally__os_cond_destroy(&s->tally__cv_job);
 	tally__os_cond_destroy(&s->tally__cv_done);
 	pthread_mutex_destroy(&s->tally__mu);
