@@ -31,7 +31,10 @@
  * writers (and the clock of --seconds and --quiesce-after) only once the
  * server has answered its first scrape, so a scraper's first sample of
  * every counter is 0. The tree's inflight item is a gauge by the tree's
- * own flags (TALLY_GROUP_ITEM_GAUGE), which the export takes.
+ * own flags (TALLY_GROUP_ITEM_GAUGE), which the export takes. The
+ * vector's hits and misses are one family, cache_gets_total{result="hit"}
+ * and {result="miss"}, their names built by tally_export_name(); each
+ * vector family has one help text, set by tally_export_set_help().
  *
  * Bounds (tally/serve.h): loopback addresses only; at most M connections
  * (default 64; the oldest waiting one is closed to make room for a new
@@ -39,8 +42,8 @@
  * and one whose request has not arrived whole within R seconds (default
  * 10), however steadily it trickles; a request's headers must fit in
  * 16 KiB. Renders happen on the server's render thread, registered with
- * liburcu (walking a tree's children requires it); a request waits at most
- * 2 s for it.
+ * liburcu (walking a tree's children requires it); scrapes that arrive
+ * during a render share the next one.
  */
 #define _GNU_SOURCE
 #include <tally/rstat.h>
@@ -71,8 +74,10 @@ static const unsigned char item_kinds[NR_ITEMS] = {TALLY_EXPORT_COUNTER, TALLY_E
 static const unsigned char item_flags[NR_ITEMS] = {[INFLIGHT] = TALLY_GROUP_ITEM_GAUGE};
 
 enum { CMD_GET, GET_HITS, GET_MISSES, CURR_CONNECTIONS, NR_VEC };
-static const char *const vec_names[NR_VEC] = {"cmd_get", "get_hits", "get_misses",
-					      "curr_connections"};
+/* The vector's item names: hits and misses are one family, gets, told
+ * apart by a label (built by tally_export_name() in main). */
+static char vec_name_buf[NR_VEC][64];
+static const char *vec_names[NR_VEC];
 static const unsigned char vec_kinds[NR_VEC] = {TALLY_EXPORT_COUNTER, TALLY_EXPORT_COUNTER,
 						TALLY_EXPORT_COUNTER, TALLY_EXPORT_GAUGE};
 
@@ -223,9 +228,14 @@ static int write_expected(const char *path)
 				(unsigned long long)local[g][i]);
 		}
 	}
-	for (i = 0; i < NR_VEC; i++)
+	for (i = 0; i < NR_VEC; i++) {
+		/* family{labels} -> cache_family_total{labels} */
+		const char *lb = strchr(vec_names[i], '{');
+		int flen = lb ? (int)(lb - vec_names[i]) : (int)strlen(vec_names[i]);
 		if (vec_kinds[i] == TALLY_EXPORT_COUNTER)
-			fprintf(f, "cache_%s_total %llu\n", vec_names[i], (unsigned long long)vsum[i]);
+			fprintf(f, "cache_%.*s_total%s %llu\n", flen, vec_names[i], lb ? lb : "",
+				(unsigned long long)vsum[i]);
+	}
 	fprintf(f, "writer_batches_total %llu\n", (unsigned long long)b);
 	if (fclose(f))
 		return -errno;
@@ -379,6 +389,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "exporter: item names\n");
 		return 1;
 	}
+	{
+		static const char *const hit[] = {"result", "hit", NULL};
+		static const char *const miss[] = {"result", "miss", NULL};
+		if (tally_export_name(vec_name_buf[CMD_GET], 64, "cmd_get", NULL) ||
+		    tally_export_name(vec_name_buf[GET_HITS], 64, "gets", hit) ||
+		    tally_export_name(vec_name_buf[GET_MISSES], 64, "gets", miss) ||
+		    tally_export_name(vec_name_buf[CURR_CONNECTIONS], 64, "curr_connections",
+				      NULL)) {
+			fprintf(stderr, "exporter: item names\n");
+			return 1;
+		}
+		for (i = 0; i < NR_VEC; i++)
+			vec_names[i] = vec_name_buf[i];
+	}
 	tally_export_init(&exporter);
 	{
 		/* Kinds from the tree's item flags; names its own. */
@@ -388,6 +412,14 @@ int main(int argc, char **argv)
 	}
 	if (!err)
 		err = tally_export_add_vec(&exporter, "cache", &vec, vec_names, NULL, vec_kinds);
+	/* One help per family, whatever its series. */
+	if (!err)
+		err = tally_export_set_help(&exporter, "cache_cmd_get", "Gets asked for.");
+	if (!err)
+		err = tally_export_set_help(&exporter, "cache_gets", "Gets by result: hit or miss.");
+	if (!err)
+		err = tally_export_set_help(&exporter, "cache_curr_connections",
+					    "Connections open now.");
 	if (!err)
 		err = tally_export_add_counter(&exporter, "writer_batches",
 					       "Batches of 256 requests the writers finished.",

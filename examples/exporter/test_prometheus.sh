@@ -70,12 +70,16 @@ sort "$tmp/expected" >"$tmp/want"
 n=$(wc -l <"$tmp/want")
 [ "$n" -gt 50 ] || fail "only $n expected samples"
 
+# A result's labels as the exporter writes them, {k="v",...} sorted (job
+# and instance dropped), for jq.
+labels='def labels: [.metric | to_entries[] |
+    select(.key != "__name__" and .key != "job" and .key != "instance") |
+    "\(.key)=\"\(.value)\""] | sort | if length > 0 then "{" + join(",") + "}" else "" end;'
 # Prometheus's latest samples: every series whose name ends in _total,
-# as 'name{group="..."} value' lines (job and instance labels dropped).
+# as 'name{labels} value' lines.
 got() {
-  query '{__name__=~".+_total",job="tally"}' | jq -r '.data.result[] |
-    (.metric.__name__) + (if .metric.group then "{group=\"" + .metric.group + "\"}" else "" end)
-    + " " + .value[1]' | sort
+  query '{__name__=~".+_total",job="tally"}' | jq -r "$labels"' .data.result[] |
+    (.metric.__name__) + labels + " " + .value[1]' | sort
 }
 deadline=$((SECONDS + 20))
 while :; do
@@ -117,9 +121,8 @@ families=$(sed 's/[{ ].*//' "$tmp/want" | sort -u)
 for f in $families; do
   r=$(query_at "max(resets($f{job=\"tally\"}[5m]))" "$t_last" | jq -r '.data.result[0].value[1]')
   [ "$r" = 0 ] || fail "Prometheus saw $r counter resets in $f (an exported counter went back)"
-  query_at "increase($f{job=\"tally\"}[5m])" "$t_last" | jq -r --arg f "$f" '.data.result[] |
-    $f + (if .metric.group then "{group=\"" + .metric.group + "\"}" else "" end)
-    + " " + .value[1]' >>"$tmp/increase"
+  query_at "increase($f{job=\"tally\"}[5m])" "$t_last" | jq -r --arg f "$f" "$labels"' .data.result[] |
+    $f + labels + " " + .value[1]' >>"$tmp/increase"
 done
 sort -o "$tmp/increase" "$tmp/increase"
 if ! cmp -s "$tmp/want" "$tmp/increase"; then
