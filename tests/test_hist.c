@@ -392,6 +392,65 @@ Test(hist, merge_two_histograms)
 	teardown();
 }
 
+/* Values below, inside and above the range, split between two histograms:
+ * their merged snapshot must equal one histogram that recorded them all,
+ * every position (below and above too), count, sum and quantile. Log-linear
+ * 100 .. 1000 (p = 3), and explicit bounds, whose above is +Inf. */
+Test(hist, merge_below_and_above)
+{
+	static const uint64_t b[] = {10, 100};
+	static const int64_t v[] = {0, 5, 99, 100, 500, 1000, 1001, 5000, (int64_t)1 << 40};
+	const struct tally_hist_opts opts[2] = {{100, 1000, 3, NULL, 0}, {0, 0, 0, b, 2}};
+	struct tally_hist h2, all;
+	struct tally_hist_snap s2, sall;
+	unsigned i, j, o;
+	for (o = 0; o < 2; o++) {
+		setup(&opts[o]);
+		cr_assert_eq(tally_hist_init(&h2, &opts[o]), 0);
+		cr_assert_eq(tally_hist_init(&all, &opts[o]), 0);
+		cr_assert_eq(tally_hist_snap_init(&s2, &h2), 0);
+		cr_assert_eq(tally_hist_snap_init(&sall, &all), 0);
+		/* value i, i + 1 times: h gets the even i, h2 the odd */
+		for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+			cr_assert_eq(tally_hist_record_n(i & 1 ? &h2 : &h, v[i], i + 1u), 0);
+			cr_assert_eq(tally_hist_record_n(&all, v[i], i + 1u), 0);
+		}
+		snap();
+		cr_assert_eq(tally_hist_snapshot(&h2, &s2), 0);
+		cr_assert_eq(tally_hist_snapshot(&all, &sall), 0);
+		/* the reference itself: 45 observations, 1 + 2 + 3 below
+		 * (log-linear; nothing is below explicit bounds), 7 + 8 + 9
+		 * above (explicit bounds: 5 + 6 more, over 100) */
+		cr_assert_eq(sall.count, 45u);
+		cr_assert_eq(sall.sum, 9 * ((uint64_t)1 << 40) + 56214u);
+		cr_assert_eq(sall.counts[0], o ? 0u : 6u, "opts %u: below %llu", o,
+			     (unsigned long long)sall.counts[0]);
+		cr_assert_eq(sall.counts[sall.nr_buckets - 1u], o ? 35u : 24u,
+			     "opts %u: above %llu", o,
+			     (unsigned long long)sall.counts[sall.nr_buckets - 1u]);
+		cr_assert_eq(tally_hist_snap_merge(&s, &s2), 0);
+		for (j = 0; j < s.nr_buckets; j++)
+			cr_assert_eq(s.counts[j], sall.counts[j],
+				     "opts %u: bucket %u of %u: merged %llu, all %llu", o, j,
+				     s.nr_buckets, (unsigned long long)s.counts[j],
+				     (unsigned long long)sall.counts[j]);
+		cr_assert_eq(s.count, 45u, "opts %u: merged count %llu", o,
+			     (unsigned long long)s.count);
+		cr_assert_eq(s.sum, sall.sum, "opts %u: merged sum %llu, all %llu", o,
+			     (unsigned long long)s.sum, (unsigned long long)sall.sum);
+		for (i = 0; i <= 20; i++)
+			cr_assert_eq(tally_hist_quantile(&s, i / 20.0),
+				     tally_hist_quantile(&sall, i / 20.0), "opts %u: q %.2f: %f, %f",
+				     o, i / 20.0, tally_hist_quantile(&s, i / 20.0),
+				     tally_hist_quantile(&sall, i / 20.0));
+		tally_hist_snap_destroy(&s2);
+		tally_hist_snap_destroy(&sall);
+		tally_hist_destroy(&h2);
+		tally_hist_destroy(&all);
+		teardown();
+	}
+}
+
 Test(hist, delta_between_snapshots)
 {
 	struct tally_hist_snap s1, d;

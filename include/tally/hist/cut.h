@@ -46,6 +46,19 @@
 #  error "tally/hist/cut.h is private: include <tally/hist.h>"
 #endif
 
+/* Tests only: TALLY__HIST_READ_HOOK(p, s, k) runs in the window of a
+ * cut's read of slot s's bank-k record (p: the histogram's tally__pcpu),
+ * between the load of done and the load of the sum. Two records that
+ * commit there tear the rseq format's pair (the sum done's parity picked
+ * is rewritten); the re-check of done rejects it and reads that slot's
+ * pair again. (Without the re-check the bank's add-up check would still
+ * reject the read, their halves being in and their done not, and read
+ * the whole bank again.) A test records there (tests/plain/hist_cut_hook.c)
+ * instead of waiting for a schedule that does. Nothing by default. */
+#ifndef TALLY__HIST_READ_HOOK
+#  define TALLY__HIST_READ_HOOK(p, s, k) ((void)0)
+#endif
+
 /* Add slot s's bank-k record to *done and *sum: both of one instant. */
 TALLY__INLINE void tally__hist_read_record(const struct tally__pcpu *p, unsigned s, unsigned k,
 					   uint64_t *done, uint64_t *sum)
@@ -60,8 +73,9 @@ TALLY__INLINE void tally__hist_read_record(const struct tally__pcpu *p, unsigned
 		for (;;) {
 			/* acquire, acquire: pair with the section's store
 			 * order (x86: stores stay in order) */
-			uint64_t d = __atomic_load_n(&r[0], __ATOMIC_ACQUIRE);
-			uint64_t sm = __atomic_load_n(&r[1 + (d >> 63)], __ATOMIC_ACQUIRE);
+			uint64_t d = __atomic_load_n(&r[0], __ATOMIC_ACQUIRE), sm;
+			TALLY__HIST_READ_HOOK(p, s, k);
+			sm = __atomic_load_n(&r[1 + (d >> 63)], __ATOMIC_ACQUIRE);
 			if (__atomic_load_n(&r[0], __ATOMIC_RELAXED) == d) {
 				*done += d & (UINT64_MAX >> 1);
 				*sum += sm;
@@ -73,6 +87,7 @@ TALLY__INLINE void tally__hist_read_record(const struct tally__pcpu *p, unsigned
 	/* acquire: pairs with the record's release add of done, so the sum
 	 * and halves read after it include that record's */
 	*done += __atomic_load_n(&r[0], __ATOMIC_ACQUIRE);
+	TALLY__HIST_READ_HOOK(p, s, k);
 	/* acquire: pairs with the record's release add of the sum, so the
 	 * halves read after it include the records of the sums seen */
 	*sum += __atomic_load_n(&r[1], __ATOMIC_ACQUIRE);
