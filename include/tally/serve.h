@@ -458,7 +458,9 @@ static inline void tally__serve_expire(struct tally_serve *s, uint64_t now)
 	uint64_t limit = (uint64_t)s->tally__o.request_timeout_s * 1000000000u;
 	struct tally__serve_conn *c;
 	for (c = s->tally__conns; c; c = c->next)
-		if (!c->closing && now - c->since > limit) {
+		/* now > since: a connection may have come in after now was
+		 * read (its since later), which must not look 2^64 ns old. */
+		if (!c->closing && now > c->since && now - c->since > limit) {
 			tally__serve_close(s, c);
 			s->tally__stats.expired++;
 		}
@@ -474,9 +476,10 @@ static inline int tally__serve_lock(struct tally_serve *s, struct tally__serve_j
 	unsigned nap = 0;
 	while (pthread_mutex_trylock(s->tally__o.lock) != 0) {
 		struct timespec ts;
-		uint64_t now = tally__serve_now();
+		uint64_t now;
 		struct tally__serve_job *late;
 		pthread_mutex_lock(&s->tally__mu);
+		now = tally__serve_now();
 		tally__serve_expire(s, now);
 		late = tally__serve_take(batch, now, s->tally__stop); /* stop: all */
 		if (late) {
