@@ -3,10 +3,8 @@
  * gauges rendered as gauges when the caller gives no kinds (the tree's
  * TALLY_GROUP_ITEM_GAUGE), a tree's exported counters raw and monotonic
  * across tally_group_reset() and tally_tree_reset() (rstat.h: the raw
- * values never move), tally_export_add_tree()'s options (NULL: defaults),
- * and a vector's multi-item update with an item that lacks
- * TALLY_VEC_ITEM_MULTI: every count applied and exported, none dropped.
- * Exact output lines throughout, as tests/test_export.c.
+ * values never move) and tally_export_add_tree()'s options (NULL:
+ * defaults). Exact output lines throughout, as tests/test_export.c.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -292,66 +290,4 @@ Test(export_tree, opts_every_member)
 	cr_expect_eq(tally_export_add_tree(NULL, t, &o), -EINVAL);
 	expect(&E, TALLY_EXPORT_STAT, "p_req 1\np_busy 1\n");
 	done(t, a);
-}
-
-/* ---- 5: a multi-item update never drops a count ------------------------- */
-
-/* cmd_get and get_hits take part in multi-item updates; get_misses does
- * not (no TALLY_VEC_ITEM_MULTI). A pair naming get_misses is applied:
- * get_misses as a single update, the rest as one multi-item update. */
-Test(export_tree, vec_multi_with_unbanked_item_counts)
-{
-	static const char *const names[] = {"cmd_get", "get_hits", "get_misses"};
-	static const unsigned char fl[] = {TALLY_VEC_ITEM_MULTI, TALLY_VEC_ITEM_MULTI, 0};
-	struct tally_vec_opts vo = {3, 10, NULL, 0, names, fl};
-	struct tally_vec_delta hit[2] = {{0, 1}, {1, 1}};
-	struct tally_vec_delta miss[2] = {{0, 1}, {2, 1}};
-	struct tally_vec v;
-	tally_uword out[3];
-	int i;
-	cr_assert_eq(tally_vec_init_opts(&v, &vo), 0);
-	cr_assert_eq(tally_export_add_vec(&E, "cache", &v, NULL, NULL, NULL), 0);
-	for (i = 0; i < 3; i++)
-		cr_assert_eq(tally_vec_mod_multi(&v, hit, 2), 0);
-	for (i = 0; i < 2; i++) {
-		int rc = tally_vec_mod_multi(&v, miss, 2);
-		cr_expect_eq(rc, 0, "mod_multi with an item without banks: rc %d", rc);
-	}
-	cr_assert_eq(tally_vec_snapshot(&v, out, 3), 0);
-	cr_expect_eq(out[0], 5, "cmd_get %llu, want 5 (a count dropped)",
-		     (unsigned long long)out[0]);
-	cr_expect_eq(out[2], 2, "get_misses %llu, want 2", (unsigned long long)out[2]);
-	expect(&E, TALLY_EXPORT_PROMETHEUS,
-	       "# HELP cache_cmd_get_total tally vector item\n"
-	       "# TYPE cache_cmd_get_total counter\n"
-	       "cache_cmd_get_total 5\n"
-	       "# HELP cache_get_hits_total tally vector item\n"
-	       "# TYPE cache_get_hits_total counter\n"
-	       "cache_get_hits_total 3\n"
-	       "# HELP cache_get_misses_total tally vector item\n"
-	       "# TYPE cache_get_misses_total counter\n"
-	       "cache_get_misses_total 2\n");
-	/* An out-of-range item is still refused whole: nothing applied. */
-	{
-		struct tally_vec_delta bad[2] = {{2, 1}, {3, 1}};
-		cr_expect_eq(tally_vec_mod_multi(&v, bad, 2), -EINVAL);
-		cr_expect_eq(tally_vec_sum(&v, 2), 2);
-	}
-	tally_export_destroy(&E);
-	tally_export_init(&E);
-	tally_vec_destroy(&v);
-}
-
-/* A vector with no banked item at all: every part applied as a single
- * update (n = 0 does nothing and succeeds). */
-Test(export_tree, vec_multi_without_banks_counts)
-{
-	struct tally_vec v;
-	struct tally_vec_delta d[3] = {{0, 4}, {1, -2}, {0, 1}};
-	cr_assert_eq(tally_vec_init(&v, 2, 10), 0);
-	cr_expect_eq(tally_vec_mod_multi(&v, d, 3), 0);
-	cr_expect_eq(tally_vec_mod_multi(&v, NULL, 0), 0);
-	cr_expect_eq(tally_vec_sum(&v, 0), 5);
-	cr_expect_eq(tally_vec_read_exact(&v, 1), -2);
-	tally_vec_destroy(&v);
 }

@@ -670,12 +670,11 @@ Test(vec_api, multi_items_only)
 	tally_vec_fold(&v);
 	for (unsigned i = 0; i < NR; i++)
 		cr_assert_eq(global(&v, i), (tally_sword)want[i], "folded item %u", i);
-	/* An item without banks in a multi-item update: still counted (as
-	 * a single update of its own), never dropped. */
-	cr_assert_eq(tally_vec_mod_multi(&v, bad, 2), 0);
+	/* An item without banks in a multi-item update: nothing changed. */
+	cr_assert_eq(tally_vec_mod_multi(&v, bad, 2), -EINVAL);
 	cr_assert_eq(tally_vec_snapshot(&v, out, NR), 0);
-	cr_assert_eq(out[5], U(want[5] + 1));
-	cr_assert_eq(out[7], U(want[7] + 1));
+	cr_assert_eq(out[5], U(want[5]));
+	cr_assert_eq(out[7], U(want[7]));
 	tally_vec_destroy(&v);
 	tally_vec_destroy(&all);
 }
@@ -700,11 +699,10 @@ Test(vec_api, mod_multi_rejects_bad_args)
 	cr_assert_eq(tally_vec_snapshot(&v, after, 3), 0);
 	cr_assert_eq(memcmp(before, after, sizeof(before)), 0, "a rejected update changed a count");
 	cr_assert_eq(after[0], 5);
-	/* A vec without TALLY_VEC_MULTI has no banks: each part applied on
-	 * its own, never dropped. */
+	/* A vec without TALLY_VEC_MULTI has no banks: rejected. */
 	cr_assert_eq(tally_vec_init(&plain, 3, 10), 0);
-	cr_assert_eq(tally_vec_mod_multi(&plain, ok, 1), 0);
-	cr_assert_eq(tally_vec_sum(&plain, 0), 5);
+	cr_assert_eq(tally_vec_mod_multi(&plain, ok, 1), -EINVAL);
+	cr_assert_eq(tally_vec_sum(&plain, 0), 0);
 	tally_vec_destroy(&plain);
 	tally_vec_destroy(&v);
 }

@@ -76,8 +76,10 @@ extern "C" {
  *   TALLY_EXTERN 1    declarations only; the one translation unit that
  *                     defines TALLY_IMPLEMENTATION before including the
  *                     headers holds the only (external) definitions
- * A header declares each such call ("TALLY__API int f(...);", so that a
- * definition has a prototype) and defines it in "#if TALLY__API_BODY".
+ * A header declares each such call under TALLY_EXTERN ("TALLY__API int
+ * f(...);", so that the one external definition has a prototype) and
+ * defines it in "#if TALLY__API_BODY". (Only there: a declaration ahead
+ * of the forced-inline definition changes the generated code.)
  */
 #if TALLY_EXTERN
 #  define TALLY__API

@@ -357,7 +357,9 @@ TALLY__COLD void tally__counter_carried(struct tally_counter *c, unsigned s, tal
  * Inlined at every call site unless TALLY_INLINE / TALLY_EXTERN say
  * otherwise (config.h).
  */
+#if TALLY_EXTERN /* a prototype for the one definition (TALLY_IMPLEMENTATION) */
 TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta);
+#endif
 #if TALLY__API_BODY
 TALLY__API void tally_counter_add(struct tally_counter *c, tally_sword delta)
 {

@@ -284,7 +284,9 @@ static inline void tally_hist_destroy(struct tally_hist *h)
  * Inlined at every call site unless TALLY_INLINE / TALLY_EXTERN say
  * otherwise (config.h).
  */
+#if TALLY_EXTERN /* a prototype for the one definition (TALLY_IMPLEMENTATION) */
 TALLY__API int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n);
+#endif
 #if TALLY__API_BODY
 TALLY__API int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n)
 {
@@ -304,7 +306,9 @@ TALLY__API int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n)
  * written, seen whole or not at all by a snapshot. Inlined unless
  * TALLY_INLINE / TALLY_EXTERN say otherwise.
  */
+#if TALLY_EXTERN /* a prototype for the one definition (TALLY_IMPLEMENTATION) */
 TALLY__API int tally_hist_record(struct tally_hist *h, int64_t v);
+#endif
 #if TALLY__API_BODY
 TALLY__API int tally_hist_record(struct tally_hist *h, int64_t v)
 {

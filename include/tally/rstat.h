@@ -866,7 +866,9 @@ static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, ta
  * Ordering: a flush that starts after the call returns and covers g
  * reflects delta (see Memory ordering).
  */
+#if TALLY_EXTERN /* a prototype for the one definition (TALLY_IMPLEMENTATION) */
 TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta);
+#endif
 #if TALLY__API_BODY
 TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword delta)
 {

@@ -28,15 +28,11 @@
 #  error "tally/vec/banks.h is private: include <tally/vec.h>"
 #endif
 
-/* The body of tally_vec_mod_multi (arguments checked, n > 0, some item
- * of v has banks). The parts whose items have banks go to the active bank
- * as one update; the others (no TALLY_VEC_ITEM_MULTI) are applied after
- * it as single updates (tally_vec_mod's), each seen on its own: a count
- * is never dropped, but only the banked parts are seen whole. */
+/* The body of tally_vec_mod_multi (arguments checked, n > 0). */
 static inline void tally__vec_add_multi(struct tally_vec *v, const struct tally_vec_delta *d,
 					unsigned n)
 {
-	unsigned i, s, k, single = 0;
+	unsigned i, s, k;
 	tally_uword *in;
 	/* The in-flight counters take atomic RMWs only, so any slot's is
 	 * correct; the current CPU's keeps the line local. The adds go
@@ -60,13 +56,9 @@ static inline void tally__vec_add_multi(struct tally_vec *v, const struct tally_
 	}
 	for (i = 0; i < n; i++) {
 		unsigned at;
-		tally_uword nv;
-		if (tally__unlikely(!tally__vec_has_banks(v, d[i].item))) {
-			single++;
-			continue;
-		}
-		nv = tally__pcpu_add(&v->tally__pcpu, tally__vec_bank_off(v, d[i].item, k),
-				     (tally_uword)d[i].delta, &at);
+		tally_uword nv = tally__pcpu_add(&v->tally__pcpu,
+						 tally__vec_bank_off(v, d[i].item, k),
+						 (tally_uword)d[i].delta, &at);
 		if (tally__unlikely(tally__vec_carried(nv, (tally_uword)d[i].delta,
 						       v->tally__item_threshold[d[i].item])))
 			tally__vec_fold_bank_carried(v, at, d[i].item, k);
@@ -76,11 +68,6 @@ static inline void tally__vec_add_multi(struct tally_vec *v, const struct tally_
 	/* release: the adds above come before the decrement, which the cut's
 	 * drain loads (seq_cst, so acquire) before it reads bank k. */
 	__atomic_fetch_sub(&in[k], 1, __ATOMIC_RELEASE);
-	for (i = 0; single && i < n; i++)
-		if (!tally__vec_has_banks(v, d[i].item)) {
-			(void)tally__vec_add(v, d[i].item, d[i].delta, TALLY__FOLD_PAST);
-			single--;
-		}
 }
 
 /* Wait until no slot has a multi-item update in flight into bank k. */
