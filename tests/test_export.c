@@ -11,6 +11,7 @@
 
 #include <tally/rstat.h> /* also tells the build to link liburcu */
 #include <tally/export_rstat.h>
+#include "export_expect.h"
 
 #include <stdio.h>
 
@@ -29,25 +30,6 @@ static void teardown(void)
 }
 
 TestSuite(export, .init = setup, .fini = teardown);
-
-/* Render e in fmt into a fresh string (checking render and render_alloc
- * agree on the length). */
-static char *render(struct tally_export *e, int fmt)
-{
-	char *out = NULL;
-	size_t len = 0;
-	int err = tally_export_render_alloc(e, fmt, &out, &len);
-	cr_assert_eq(err, 0, "render: %d %s", err, tally_export_error(e));
-	cr_assert_eq(strlen(out), len);
-	return out;
-}
-
-static void expect(struct tally_export *e, int fmt, const char *want)
-{
-	char *got = render(e, fmt);
-	cr_expect_str_eq(got, want, "format %d:\n--- got\n%s--- want\n%s", fmt, got, want);
-	free(got);
-}
 
 /* ---- counters and gauges ------------------------------------------------- */
 

@@ -11,9 +11,9 @@
 #include <criterion/criterion.h>
 
 #include <tally/export.h>
+#include "export_expect.h"
 
 #include <stdio.h>
-#include <time.h>
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -30,23 +30,6 @@ static void teardown(void)
 }
 
 TestSuite(export_names, .init = setup, .fini = teardown);
-
-static char *render(struct tally_export *e, int fmt)
-{
-	char *out = NULL;
-	size_t len = 0;
-	int err = tally_export_render_alloc(e, fmt, &out, &len);
-	cr_assert_eq(err, 0, "render: %d %s", err, tally_export_error(e));
-	cr_assert_eq(strlen(out), len);
-	return out;
-}
-
-static void expect(struct tally_export *e, int fmt, const char *want)
-{
-	char *got = render(e, fmt);
-	cr_expect_str_eq(got, want, "format %d:\n--- got\n%s--- want\n%s", fmt, got, want);
-	free(got);
-}
 
 /* Export a vector of n items named names[] (values 1, 2, ...) into E;
  * returns add_vec's result. *v is left initialised. */

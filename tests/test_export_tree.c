@@ -11,6 +11,7 @@
 
 #include <tally/rstat.h> /* also tells the build to link liburcu */
 #include <tally/export_rstat.h>
+#include "export_expect.h"
 
 #include <stdio.h>
 
@@ -29,23 +30,6 @@ static void teardown(void)
 }
 
 TestSuite(export_tree, .init = setup, .fini = teardown);
-
-static char *render(struct tally_export *e, int fmt)
-{
-	char *out = NULL;
-	size_t len = 0;
-	int err = tally_export_render_alloc(e, fmt, &out, &len);
-	cr_assert_eq(err, 0, "render: %d %s", err, tally_export_error(e));
-	cr_assert_eq(strlen(out), len);
-	return out;
-}
-
-static void expect(struct tally_export *e, int fmt, const char *want)
-{
-	char *got = render(e, fmt);
-	cr_expect_str_eq(got, want, "format %d:\n--- got\n%s--- want\n%s", fmt, got, want);
-	free(got);
-}
 
 /* A tree of two items, requests (a counter) and inflight_requests (a
  * gauge by the tree's own flags), and one group "a" under the root. */
@@ -75,17 +59,23 @@ static void done(struct tally_tree *t, struct tally_group *a)
 	tally_tree_destroy(t);
 }
 
+/* Export t as prefix x, the tree's own names and kinds, flushed first. */
+static void export_x(struct tally_tree *t)
+{
+	struct tally_export_tree_opts o;
+	memset(&o, 0, sizeof(o));
+	o.prefix = "x";
+	o.flags = TALLY_EXPORT_TREE_FLUSH;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+}
+
 /* ---- 3: kinds NULL takes the tree's TALLY_GROUP_ITEM_GAUGE ------------- */
 
 Test(export_tree, gauge_flag_without_kinds)
 {
 	struct tally_group *a;
 	struct tally_tree *t = two_items(&a);
-	struct tally_export_tree_opts o;
-	memset(&o, 0, sizeof(o));
-	o.prefix = "x";
-	o.flags = TALLY_EXPORT_TREE_FLUSH;
-	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	export_x(t);
 	tally_group_mod(a, 0, 5);
 	tally_group_mod(a, 1, 3);
 	expect(&E, TALLY_EXPORT_STAT, "x_requests 5\nx_inflight_requests 3\n");
@@ -145,11 +135,7 @@ Test(export_tree, counters_raw_across_group_resets)
 {
 	struct tally_group *a;
 	struct tally_tree *t = two_items(&a);
-	struct tally_export_tree_opts o;
-	memset(&o, 0, sizeof(o));
-	o.prefix = "x";
-	o.flags = TALLY_EXPORT_TREE_FLUSH;
-	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	export_x(t);
 	tally_group_mod(a, 0, 4);
 	tally_group_mod(a, 1, 2);
 	expect(&E, TALLY_EXPORT_STAT, "x_requests 4\nx_inflight_requests 2\n");
@@ -191,15 +177,11 @@ Test(export_tree, counters_raw_across_tree_resets)
 {
 	struct tally_group *a;
 	struct tally_tree *t = two_items(&a);
-	struct tally_export_tree_opts o;
 	char *out;
-	memset(&o, 0, sizeof(o));
-	o.prefix = "x";
-	o.flags = TALLY_EXPORT_TREE_FLUSH;
 	tally_group_mod(a, 0, 6);
 	tally_group_mod(tally_tree_root(t), 0, 1);
 	cr_assert_eq(tally_tree_reset(t), 0);
-	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	export_x(t);
 	expect(&E, TALLY_EXPORT_STAT, "x_requests 7\nx_inflight_requests 0\n");
 	tally_group_mod(a, 0, 2);
 	cr_assert_eq(tally_tree_reset(t), 0);

@@ -14,6 +14,7 @@
 #include <tally/rstat.h>
 #include <tally/export_rstat.h>
 #include <tally/serve.h>
+#include "serve_util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -44,29 +45,13 @@ static void failf(const char *what, const char *detail)
 		fprintf(stderr, "FAIL: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
 }
 
-static int dial(void)
-{
-	struct sockaddr_in a;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons((uint16_t)port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* GET target with the Accept header accept (or none); the whole answer
  * into a malloc'd string (NULL on a transport error). */
 static char *get(const char *target, const char *accept)
 {
-	char req[256], *buf;
-	size_t len = 0, cap = 1 << 16;
-	int fd = dial();
+	char req[256];
+	size_t len;
+	int fd = su_dial(port);
 	if (fd < 0)
 		return NULL;
 	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: x\r\n%s%s%s\r\n", target,
@@ -75,19 +60,7 @@ static char *get(const char *target, const char *accept)
 		close(fd);
 		return NULL;
 	}
-	buf = (char *)malloc(cap);
-	for (;;) {
-		ssize_t n;
-		if (len + 1 == cap)
-			buf = (char *)realloc(buf, cap *= 2);
-		n = read(fd, buf + len, cap - 1 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	close(fd);
-	return buf;
+	return su_read_all(fd, &len);
 }
 
 /* The value of "name value" at the start of a line in text, or ~0. */
@@ -201,8 +174,8 @@ int main(void)
 	}
 	port = tally_serve_port(srv);
 	for (i = 0; i < IDLE; i++)
-		idle[i] = dial();
-	trickle = dial();
+		idle[i] = su_dial(port);
+	trickle = su_dial(port);
 	if (trickle >= 0 && write(trickle, "GET /metrics HTTP/1.1\r\nX: ", 26) != 26)
 		failf("trickle", NULL);
 	pthread_create(&w, NULL, writer_main, NULL);

@@ -22,6 +22,18 @@ static int is_503(const char *a)
 	return !strncmp(a, "HTTP/1.", 7) && !strncmp(a + 9, "503", 3);
 }
 
+/* N connections, each sending a whole GET: 0, or -1. */
+static int send_gets(struct tally_serve *srv, int *fd)
+{
+	unsigned i;
+	for (i = 0; i < N; i++) {
+		fd[i] = su_dial(tally_serve_port(srv));
+		if (fd[i] < 0 || su_send_get(fd[i]))
+			return -1;
+	}
+	return 0;
+}
+
 int main(void)
 {
 	static struct tally_counter c;
@@ -48,11 +60,8 @@ int main(void)
 		return 1;
 	}
 	pthread_mutex_lock(&lk);
-	for (i = 0; i < N; i++) {
-		fd[i] = su_dial(tally_serve_port(srv));
-		if (fd[i] < 0 || su_send_get(fd[i]))
-			return 1;
-	}
+	if (send_gets(srv, fd))
+		return 1;
 	for (i = 0; i < N; i++) {
 		a = su_read_all(fd[i], &n);
 		if (!is_503(a))
@@ -78,11 +87,8 @@ int main(void)
 		return 1;
 	}
 	pthread_mutex_lock(&lk);
-	for (i = 0; i < N; i++) {
-		fd[i] = su_dial(tally_serve_port(srv));
-		if (fd[i] < 0 || su_send_get(fd[i]))
-			return 1;
-	}
+	if (send_gets(srv, fd))
+		return 1;
 	su_wait_stat(srv, waiting, N);
 	tally_serve_stop(srv); /* with the lock still held here */
 	for (i = 0; i < N; i++) {

@@ -1,6 +1,6 @@
 /*
  * Helpers of the tally/serve.h tests (serve_batch.c, serve_cap.c,
- * serve_threads1.c): loopback connections, whole answers, and waiting for
+ * serve_threads1.c, serve_timeout.c, serve_concurrent.c): loopback connections, whole answers, and waiting for
  * the server's stats to reach a state (generous deadlines: a loaded
  * machine only makes them slower, never wrong).
  */
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int su_failures;
+static int su_failures __attribute__((unused));
 
 static inline void su_fail(const char *what, const char *detail)
 {
