@@ -670,11 +670,12 @@ Test(vec_api, multi_items_only)
 	tally_vec_fold(&v);
 	for (unsigned i = 0; i < NR; i++)
 		cr_assert_eq(global(&v, i), (tally_sword)want[i], "folded item %u", i);
-	/* An item without banks in a multi-item update: nothing changed. */
-	cr_assert_eq(tally_vec_mod_multi(&v, bad, 2), -EINVAL);
+	/* An item without banks in a multi-item update: still counted (as
+	 * a single update of its own), never dropped. */
+	cr_assert_eq(tally_vec_mod_multi(&v, bad, 2), 0);
 	cr_assert_eq(tally_vec_snapshot(&v, out, NR), 0);
-	cr_assert_eq(out[5], U(want[5]));
-	cr_assert_eq(out[7], U(want[7]));
+	cr_assert_eq(out[5], U(want[5] + 1));
+	cr_assert_eq(out[7], U(want[7] + 1));
 	tally_vec_destroy(&v);
 	tally_vec_destroy(&all);
 }
@@ -699,12 +700,96 @@ Test(vec_api, mod_multi_rejects_bad_args)
 	cr_assert_eq(tally_vec_snapshot(&v, after, 3), 0);
 	cr_assert_eq(memcmp(before, after, sizeof(before)), 0, "a rejected update changed a count");
 	cr_assert_eq(after[0], 5);
-	/* A vec without TALLY_VEC_MULTI has no banks: rejected. */
+	/* A vec without TALLY_VEC_MULTI has no banks: each part applied on
+	 * its own, never dropped. */
 	cr_assert_eq(tally_vec_init(&plain, 3, 10), 0);
-	cr_assert_eq(tally_vec_mod_multi(&plain, ok, 1), -EINVAL);
-	cr_assert_eq(tally_vec_sum(&plain, 0), 0);
+	cr_assert_eq(tally_vec_mod_multi(&plain, ok, 1), 0);
+	cr_assert_eq(tally_vec_sum(&plain, 0), 5);
 	tally_vec_destroy(&plain);
 	tally_vec_destroy(&v);
+}
+
+/* Every in-flight counter of v back at 0 (no update left announced). */
+static void inflight_idle(const struct tally_vec *v)
+{
+	for (unsigned s = 0; s < tally__pcpu_slots(&v->tally__pcpu); s++)
+		for (unsigned k = 0; k < 2; k++)
+			cr_assert_eq(tally__vec_inflight(v, s)[k], 0, "slot %u bank %u", s, k);
+}
+
+/* Issue 27 item 5: a multi-item update never drops a count. Parts whose
+ * items lack banks (no TALLY_VEC_ITEM_MULTI) are applied as single updates
+ * beside the banked parts, repeated, of either sign, folding past the
+ * threshold as tally_vec_mod does; an update of unbanked parts alone, and
+ * one on a vector with no banks at all, count too. (Before: -EINVAL and
+ * nothing counted.) */
+Test(vec_api, mod_multi_counts_parts_without_banks)
+{
+	enum { NR = 4 };
+	static const unsigned char fl[NR] = {TALLY_VEC_ITEM_MULTI, TALLY_VEC_ITEM_MULTI, 0, 0};
+	struct tally_vec_opts o = {.nr_items = NR, .threshold = 4, .item_flags = fl};
+	/* 0 and 1 take part; 2 and 3 do not (2 twice, 3 negative). */
+	struct tally_vec_delta mix[5] = {{2, 3}, {0, 1}, {3, -7}, {2, 2}, {1, 1}};
+	struct tally_vec_delta alone[2] = {{3, 4}, {2, -1}};
+	struct tally_vec v, plain;
+	long long want[NR] = {0};
+	tally_uword out[NR];
+	pin();
+	cr_assert_eq(tally_vec_init_opts(&v, &o), 0);
+	for (int n = 1; n <= 40; n++) {
+		cr_assert_eq(tally_vec_mod_multi(&v, mix, 5), 0, "n %d", n);
+		for (unsigned j = 0; j < 5; j++)
+			want[mix[j].item] += mix[j].delta;
+		if (n % 3 == 0) {
+			cr_assert_eq(tally_vec_mod_multi(&v, alone, 2), 0);
+			want[3] += 4;
+			want[2] -= 1;
+		}
+		cr_assert_eq(tally_vec_snapshot(&v, out, NR), 0);
+		for (unsigned i = 0; i < NR; i++)
+			cr_assert_eq(out[i], U(want[i]), "n %d item %u: %lld, want %lld", n, i,
+				     (long long)out[i], want[i]);
+		cr_assert_eq(tally_vec_read_exact(&v, 3), (tally_sword)want[3]);
+		inflight_idle(&v);
+	}
+	/* The unbanked parts went to w as tally_vec_mod's: their folds kept
+	 * each diff within the threshold (one slot: the thread is pinned). */
+	for (unsigned i = 2; i < NR; i++) {
+		tally_sword g = global(&v, i);
+		cr_assert_leq(want[i] - g, 4, "item %u: global %lld, exact %lld", i, (long long)g,
+			      want[i]);
+		cr_assert_geq(want[i] - g, -4, "item %u: global %lld, exact %lld", i, (long long)g,
+			      want[i]);
+	}
+	tally_vec_fold(&v);
+	for (unsigned i = 0; i < NR; i++)
+		cr_assert_eq(global(&v, i), (tally_sword)want[i], "folded item %u", i);
+	/* Since a reset: every part counted again. */
+	cr_assert_eq(tally_vec_reset(&v), 0);
+	cr_assert_eq(tally_vec_mod_multi(&v, mix, 5), 0);
+	cr_assert_eq(tally_vec_snapshot_since_reset(&v, out, NR), 0);
+	cr_assert_eq(out[0], 1);
+	cr_assert_eq(out[1], 1);
+	cr_assert_eq(out[2], 5);
+	cr_assert_eq(out[3], U(-7));
+	tally_vec_destroy(&v);
+
+	/* No banked item at all: each part on its own, repeats and signs. */
+	cr_assert_eq(tally_vec_init(&plain, NR, 4), 0);
+	for (int n = 0; n < 10; n++)
+		cr_assert_eq(tally_vec_mod_multi(&plain, mix, 5), 0);
+	cr_assert_eq(tally_vec_sum(&plain, 0), 10);
+	cr_assert_eq(tally_vec_sum(&plain, 1), 10);
+	cr_assert_eq(tally_vec_sum(&plain, 2), 50);
+	cr_assert_eq(tally_vec_read_exact(&plain, 3), -70);
+	tally_vec_fold(&plain);
+	cr_assert_eq(global(&plain, 2), 50);
+	cr_assert_eq(global(&plain, 3), -70);
+	/* Still refused whole: an item out of range (nothing counted). */
+	mix[4].item = NR;
+	cr_assert_eq(tally_vec_mod_multi(&plain, mix, 5), -EINVAL);
+	cr_assert_eq(tally_vec_sum(&plain, 2), 50);
+	tally_vec_destroy(&plain);
 }
 
 Test(vec_api, bad_item_readers)

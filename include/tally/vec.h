@@ -125,7 +125,9 @@ extern "C" {
  * alone gets the two banks, four more words per CPU slot (plus two per
  * slot for the vector, once), and its O(1) readers' bound is 3 *
  * threshold per CPU slot. Items without it cost two words per CPU slot
- * and keep the bound of one threshold. (TALLY_VEC_MULTI: every item.)
+ * and keep the bound of one threshold; a multi-item update still counts
+ * their parts, each as a single update of its own (not seen whole with
+ * the rest). (TALLY_VEC_MULTI: every item.)
  */
 #define TALLY_VEC_ITEM_MULTI 0x4u
 /** @} */
@@ -367,31 +369,42 @@ TALLY__API int tally_vec_dec(struct tally_vec *v, unsigned item)
  * update: a snapshot (tally_vec_snapshot*, tally_vec_reset) includes all
  * of it or none of it. For counters that must agree, e.g. cmd_get and
  * get_hits + get_misses. Items may repeat; n = 0 does nothing.
- * Every item must take part (TALLY_VEC_MULTI, or its
- * TALLY_VEC_ITEM_MULTI). Returns 0, or -EINVAL (NULL v, d NULL with n > 0,
- * n > TALLY_VEC_ITEMS_MAX, an item out of range or without banks: nothing
- * changed).
+ * Only the items that take part (TALLY_VEC_MULTI, or their
+ * TALLY_VEC_ITEM_MULTI) are seen whole. A part whose item does not take
+ * part is still counted, as a tally_vec_mod() of its own after the rest:
+ * never dropped, but not atomic with the others (a snapshot or reset may
+ * see it apart from them; in a vector with no such item at all, every
+ * part is its own update). So a forgotten flag costs the pair's
+ * atomicity, never counts; flag every item of a pair that must agree.
+ * Returns 0, or -EINVAL (NULL v, d NULL with n > 0, n >
+ * TALLY_VEC_ITEMS_MAX, an item out of range: nothing changed).
  * Any thread, beside every call but init/destroy. Lock-free: n per-CPU
  * adds to bank words (as tally_vec_mod's: rseq where available), each
  * with the bank word's fold check (as tally_vec_mod), bracketed by an
  * atomic increment and decrement of the current CPU's in-flight counter
  * for the bank; retried only when a snapshot switched banks between
- * reading the active bank and announcing itself (tally/vec/banks.h).
+ * reading the active bank and announcing itself (tally/vec/banks.h);
+ * then one tally_vec_mod per part without banks (wait-free, as it says).
  * Other readers (read_exact, sum) see each item's part on its own.
  */
 TALLY__API int tally_vec_mod_multi(struct tally_vec *v, const struct tally_vec_delta *d,
 				  unsigned n)
 {
 	unsigned i;
-	if (tally__bad(!v || !(v->tally__flags & TALLY_VEC_MULTI) || (n && !d) ||
-		       n > TALLY_VEC_ITEMS_MAX))
+	if (tally__bad(!v || (n && !d) || n > TALLY_VEC_ITEMS_MAX))
 		return -EINVAL;
 	for (i = 0; i < n; i++)
-		if (tally__bad(d[i].item >= v->tally__nr_items ||
-			       !tally__vec_has_banks(v, d[i].item)))
+		if (tally__bad(d[i].item >= v->tally__nr_items))
 			return -EINVAL;
-	if (n)
-		tally__vec_add_multi(v, d, n);
+	if (!n)
+		return 0;
+	if (!(v->tally__flags & TALLY_VEC_MULTI)) {
+		/* No item has banks: each part on its own. */
+		for (i = 0; i < n; i++)
+			(void)tally__vec_add(v, d[i].item, d[i].delta, TALLY__FOLD_PAST);
+		return 0;
+	}
+	tally__vec_add_multi(v, d, n);
 	return 0;
 }
 #endif

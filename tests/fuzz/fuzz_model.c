@@ -530,7 +530,7 @@ static void op_vec_api_one(struct input *in)
 			xv.raw[it] = UW(xv.raw[it] + UW(d));
 		break;
 	}
-	case 2: { /* mod_multi: all or nothing */
+	case 2: { /* mod_multi: all or nothing; parts without banks counted alone */
 		struct tally_vec_delta d[4];
 		unsigned n = u8(in) % 5, ok = 1;
 		int rc;
@@ -540,15 +540,7 @@ static void op_vec_api_one(struct input *in)
 		for (unsigned j = 0; j < n; j++) {
 			d[j].item = pick_item(in, xv.nr);
 			d[j].delta = pick_sword(in);
-			if (d[j].item >= xv.nr || !(xv.flags[d[j].item] & TALLY_VEC_ITEM_MULTI))
-				ok = 0;
-		}
-		/* A vec with no banked item refuses even n = 0. */
-		{
-			int any = 0;
-			for (unsigned i = 0; i < xv.nr; i++)
-				any |= (xv.flags[i] & TALLY_VEC_ITEM_MULTI) != 0;
-			if (!any)
+			if (d[j].item >= xv.nr)
 				ok = 0;
 		}
 		rc = tally_vec_mod_multi(&xv.v, n ? d : NULL, n);
