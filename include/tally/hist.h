@@ -41,12 +41,14 @@
  * bytes per bucket of carries, reset baseline and the cut's scratch.
  *
  * Record: the bucket's count in the active bank, then the bank's sum and
- * done count, on the current CPU's words: on x86_64 with rseq two
- * restartable sections (the counter add's form, tally/rseq.h; the sum and
+ * done count, on the current CPU's words: on x86_64 with rseq one
+ * restartable section (the counter add's form, tally/rseq.h; the sum and
  * done committed by one store); elsewhere three relaxed/release atomic
  * RMWs. The bucket of a value from 2^p up is read off its double's bits
  * (hist/layout.h). No shared line is written, except once every
- * 2^32 records of one bucket on one CPU (a carry). The count is derived
+ * 2^32 records of one bucket on one CPU (a carry), and by a
+ * tally_hist_record_n() of 16 or more (two atomic adds to shared counts
+ * of such records in flight, which cuts wait for). The count is derived
  * from the buckets (count == sum of counts in every snapshot), and the sum
  * is exact (modulo 2^64) and in the same cut: see tally/hist/cut.h for
  * the cut and why it is exact.
@@ -130,6 +132,7 @@ struct tally_hist {
 	uint64_t *tally__carry;    /* [2][nr]: 2^32 per wrapped half */
 	uint64_t *tally__base;     /* [nr + 1]: reset baseline (counts, then sum) */
 	uint64_t *tally__scratch;  /* [nr]: the cut's, under the lock */
+	uint64_t *tally__big;      /* [2]: big records started, finished (hist/cut.h) */
 	pthread_mutex_t tally__lock; /* cuts: snapshots and resets */
 };
 
@@ -226,13 +229,15 @@ static inline int tally_hist_init(struct tally_hist *h, const struct tally_hist_
 			goto fail;
 		memcpy(n.tally__l.bounds, o->bounds, n.tally__l.nr_bounds * sizeof(uint64_t));
 	}
-	/* One block: carries [2][nr], baseline [nr + 1], scratch [nr]. */
-	n.tally__carry = (uint64_t *)calloc(4 * (size_t)n.tally__l.nr + 1u, sizeof(uint64_t));
+	/* One block: carries [2][nr], baseline [nr + 1], scratch [nr], the
+	 * big-record counts [2]. */
+	n.tally__carry = (uint64_t *)calloc(4 * (size_t)n.tally__l.nr + 3u, sizeof(uint64_t));
 	if (!n.tally__carry)
 		goto fail;
 	n.tally__base = n.tally__carry + 2 * (size_t)n.tally__l.nr;
 	n.tally__act = tally__hist_act0(&n.tally__l);
 	n.tally__scratch = n.tally__base + n.tally__l.nr + 1u;
+	n.tally__big = n.tally__scratch + n.tally__l.nr;
 	if (tally__pcpu_alloc(&n.tally__pcpu, TALLY__HIST_BUCKETS_OFF + 8u * (size_t)n.tally__l.nr))
 		goto fail;
 	if (pthread_mutex_init(&n.tally__lock, NULL)) {
@@ -278,7 +283,9 @@ static inline void tally_hist_destroy(struct tally_hist *h)
  * leaves a mark in a register, and after it the record finishes on the
  * shared slot, so nothing is counted twice; elsewhere three atomic
  * RMWs); no shared cache line is written except one atomic carry
- * per 2^32 observations of one bucket on one CPU slot. Orders nothing
+ * per 2^32 observations of one bucket on one CPU slot, and, for n >= 16,
+ * two atomic adds to the histogram's counts of such records in flight
+ * (then the three adds are atomic RMWs on any slot). Orders nothing
  * around it (its adds are ordered among themselves for the cut). A
  * snapshot or reset taken meanwhile has the call wholly or not at all.
  * Inlined at every call site unless TALLY_INLINE / TALLY_EXTERN say
@@ -294,6 +301,8 @@ TALLY__API int tally_hist_record_n(struct tally_hist *h, int64_t v, uint64_t n)
 		return -EINVAL;
 	if (tally__unlikely(n == 0))
 		return 0;
+	if (tally__unlikely(n >= TALLY__HIST_BIG_N))
+		return tally__hist_record_big(h, v, (uint32_t)n);
 	return tally__hist_record(h, v, (uint32_t)n);
 }
 #endif

@@ -2,7 +2,8 @@
  * Stress test of tally_hist: recorders, snapshots and resets at once.
  * Writers record values 1..255 (each its own bucket at the default
  * precision, so a bucket's values are known exactly) one at a time or a
- * few at once (record_n). More threads than cores, so recorders are
+ * few at once (record_n), and now and then 2^31 or 2^32 - 1 at once into
+ * one bucket (its halves wrap). More threads than cores, so recorders are
  * preempted between their three adds.
  *
  * Checked during the run:
@@ -47,6 +48,14 @@ static void *writer_main(void *arg)
 			uint64_t r = harness_next(&rng);
 			int64_t v = 1 + (int64_t)(r % VMAX);
 			uint64_t n = (r >> 20) % 8 == 0 ? 1 + (r >> 24) % 3 : 1;
+			/* Now and then a record of 2^31 or 2^32 - 1 observations
+			 * (writers 0 and 1, into one bucket): halves wrap, and an
+			 * unfinished big record can cancel a wrapped half's
+			 * missing carry in the add-up check (hist/cut.h). */
+			if (w->id < 2 && (r >> 40) % 4 == 0) {
+				v = 7;
+				n = (r >> 46) % 4 ? (uint64_t)1 << 31 : TALLY_HIST_N_MAX;
+			}
 			/* started before the adds, completed after they returned */
 			__atomic_store_n(&w->started, w->started + n, __ATOMIC_RELEASE);
 			if (n == 1)

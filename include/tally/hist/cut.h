@@ -15,17 +15,36 @@
  * half of bank k and the carries. Let D be the records whose done the
  * first pass saw and B those whose half the second pass saw. D is within
  * B: a record's half (and carry) comes before its done, which the acquire
- * load saw. The halves and carries read add up to |B| exactly, except
- * that a record of B whose carry was not seen yet lowers them by 2^32
- * (such a record is not in D: the carry comes before its done) and a
- * carry seen without its half raises them by 2^32. So if they add up to
- * the done total, |B| - |D| = 2^32 (x - y) with x <= |B| - |D| the unseen
- * carries: with fewer than 2^32 records in flight into the bank, x = y = 0
- * and B = D. The bank is then read exactly: every record in it wholly or
- * not at all, its bucket, count and sum together (a sum seen without its
- * done, on the same slot and read after it, belongs to a record of B, so
- * not to an accepted read). Otherwise the read is retried.
+ * load saw. The halves and carries read add up to the done total plus
+ * S - 2^32 (x - y): S the observations of the records of B \ D, x those
+ * of its records whose half wrapped and whose carry was not seen yet, y
+ * carries seen without their record's half (records not in B). Counted in
+ * observations, not records: a record_n() of n adds n to S.
  *
+ * So the read is accepted only if they add up (modulo 2^63: the rseq
+ * format's done keeps its count in 63 bits) and no record of n >=
+ * TALLY__HIST_BIG_N (16) was in flight: those announce themselves in
+ * big[0] (started) before their half and in big[1] (finished) after their
+ * done (tally__hist_record_big()); the read loads finished (acquire) then
+ * started, equal: none in flight, every one started has finished and is
+ * seen; then after the passes, past an acquire fence, started again,
+ * unchanged: none whose add the passes saw began since (its release
+ * fence orders the raise of started before its adds). Then every record
+ * of B \ D has n <= 15, and there are fewer than 2^28 of them (at most
+ * 2^22 threads, Linux's PID_MAX_LIMIT, each inside at most 64 records at
+ * once, one per nested signal handler), so 0 <= S < 2^32 and S = 0 only
+ * if B = D. Adding up then means S = 2^32 (x - y) with x <= |B \ D|:
+ * x = y gives S = 0, so B = D and x = y = 0; x > y needs S >= 2^32; x < y
+ * makes S negative. Either way B = D, no carry is missing, and the bank
+ * is read exactly: every record in it wholly or not at all, its bucket,
+ * count and sum together (a sum seen without its done, on the same slot
+ * and read after it, belongs to a record of B, so not to an accepted
+ * read). Otherwise the read is retried. Without the big-record counts two
+ * records of 2^31, one unfinished (S = 2^31) and one that wrapped its half
+ * (x = 1), add up (2^31 - 2^32 + 2^31 = 0) with both half seen: the
+ * earlier rule, which assumed one observation per record, accepted that
+ * (tests/plain/hist_big.c holds such records in flight).
+
  * A bank that records keep landing in would rarely add up, so the cut
  * (under the histogram's lock, one at a time) reads the idle bank, makes
  * it the active one, and then reads the bank that was active: only
@@ -105,6 +124,9 @@ static inline unsigned tally__hist_read_bank(const struct tally_hist *h, unsigne
 	const uint64_t *carry = h->tally__carry + (size_t)k * nr;
 	for (;;) {
 		uint64_t done = 0, sm = 0, total = 0;
+		/* acquire: every big record counted finished is seen whole */
+		uint64_t big = __atomic_load_n(&h->tally__big[1], __ATOMIC_ACQUIRE);
+		int big_busy = __atomic_load_n(&h->tally__big[0], __ATOMIC_RELAXED) != big;
 		for (s = 0; s < slots; s++)
 			tally__hist_read_record(p, s, k, &done, &sm);
 		memset(tmp, 0, (size_t)nr * sizeof(*tmp));
@@ -119,9 +141,13 @@ static inline unsigned tally__hist_read_bank(const struct tally_hist *h, unsigne
 			tmp[j] += __atomic_load_n(&carry[j], __ATOMIC_RELAXED);
 			total += tmp[j];
 		}
+		/* acquire: pairs with a big record's release fence, so started
+		 * counts every big record whose add the passes saw */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		/* Modulo 2^63: the rseq format's done keeps its count in 63
 		 * bits. */
-		if (((total - done) << 1) == 0) {
+		if (((total - done) << 1) == 0 && !big_busy &&
+		    __atomic_load_n(&h->tally__big[0], __ATOMIC_RELAXED) == big) {
 			for (j = 0; j < nr; j++)
 				out[j] += tmp[j];
 			*sum += sm;

@@ -47,6 +47,9 @@
 /* A bank's record (done, sum[0], sum[1]) at 32 k; the halves after both. */
 #define TALLY__HIST_BANK_BYTES 32u
 #define TALLY__HIST_BUCKETS_OFF 64u
+/* Records of this many observations or more (tally_hist_record_n) are
+ * counted in flight by the histogram (hist/cut.h says why 16). */
+#define TALLY__HIST_BIG_N 16u
 
 /* The log-linear index of v at precision p. */
 TALLY__INLINE uint64_t tally__hist_index(uint64_t v, unsigned p)

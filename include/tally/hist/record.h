@@ -42,6 +42,13 @@ TALLY__INLINE unsigned tally__hist_atomic_slot(const struct tally__pcpu *p)
 	return tally__cpu() % p->nr;
 }
 
+/* Tests only: TALLY__HIST_RECORD_HOOK(h, n) runs in a record's atomic
+ * path right after the half's add, before its carry, sum and done: a
+ * test holds records there (tests/plain/hist_big.c). Nothing by default. */
+#ifndef TALLY__HIST_RECORD_HOOK
+#  define TALLY__HIST_RECORD_HOOK(h, n) ((void)0)
+#endif
+
 /* How far a record got before it left the rseq section. */
 enum tally__hist_stage {
 	TALLY__HIST_NOTHING, /* nothing added */
@@ -64,6 +71,7 @@ TALLY__INLINE void tally__hist_record_atomic(struct tally_hist *h, size_t off, u
 	if (stage == TALLY__HIST_NOTHING &&
 	    tally__unlikely(__atomic_add_fetch((uint32_t *)(c + off), n, __ATOMIC_RELAXED) < n))
 		stage = TALLY__HIST_WRAPPED;
+	TALLY__HIST_RECORD_HOOK(h, n);
 	if (tally__unlikely(stage == TALLY__HIST_WRAPPED)) {
 		/* the half wrapped: carry 2^32 into carry[k][j] */
 		size_t j = (off - TALLY__HIST_BUCKETS_OFF) / 8u;
@@ -264,6 +272,31 @@ TALLY__COLD int tally__hist_record_other(struct tally_hist *h, int64_t v, uint32
 			tally__hist_half_off(tally__hist_pos_slow(&h->tally__l, (uint64_t)v),
 					     tally__hist_bank(act)),
 			n, (uint64_t)v * n);
+	return 0;
+}
+
+/*
+ * A record of n >= TALLY__HIST_BIG_N observations (tally_hist_record_n()
+ * only), out of line: announced in the histogram's big-record counts, so
+ * that no cut accepts a read while one is in flight (hist/cut.h: the
+ * add-up check alone cannot tell such records apart from a wrapped half).
+ * started is raised before the half's add (the release fence orders it
+ * before every add of the record, for the cut's acquire fence), finished
+ * after done's (release: the cut that reads it sees the whole record).
+ */
+TALLY__COLD int tally__hist_record_big(struct tally_hist *h, int64_t v, uint32_t n)
+{
+	unsigned act;
+	if (tally__bad(v < 0))
+		return -EINVAL;
+	__atomic_fetch_add(&h->tally__big[0], 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	act = tally__load(&h->tally__act); /* relaxed: as in tally__hist_record_other() */
+	tally__hist_record_atomic(h,
+				  tally__hist_half_off(tally__hist_pos_slow(&h->tally__l, (uint64_t)v),
+						       tally__hist_bank(act)),
+				  n, (uint64_t)v * n, TALLY__HIST_NOTHING);
+	__atomic_fetch_add(&h->tally__big[1], 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
