@@ -109,13 +109,15 @@ Test(export_names, reserved_label_names_refused)
 	static const struct {
 		const char *name, *error;
 	} bad[] = {
-		{"x{le=\"1\"}", "item 1's name 'x{le=\"1\"}': a label named le is for histograms "
-				"only (promtool rejects a counter or gauge with one)"},
+		{"x{le=\"1\"}", "item 1's name 'x{le=\"1\"}': a label named le is a histogram "
+				"bucket's own, written by the export (promtool rejects a counter or "
+				"gauge with one)"},
 		{"x{a=\"1\",quantile=\"0.5\"}",
 		 "item 1's name 'x{a=\"1\",quantile=\"0.5\"}': a label named quantile is for "
 		 "summaries only (promtool rejects a counter or gauge with one)"},
-		{"x{le=\"\"}", "item 1's name 'x{le=\"\"}': a label named le is for histograms "
-			       "only (promtool rejects a counter or gauge with one)"},
+		{"x{le=\"\"}", "item 1's name 'x{le=\"\"}': a label named le is a histogram "
+			       "bucket's own, written by the export (promtool rejects a counter or "
+			       "gauge with one)"},
 	};
 	static const unsigned char gauge[] = {0, TALLY_VEC_ITEM_GAUGE};
 	for (unsigned k = 0; k < N_OF(bad); k++) {

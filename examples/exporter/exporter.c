@@ -1,8 +1,8 @@
 /*
  * examples/exporter - a small workload whose statistics a Prometheus can
  * scrape: a tree of groups (tally_tree) and a vector (tally_vec) updated
- * by writer threads, a counter, and a request latency histogram
- * (tally_hist), rendered by <tally/export_rstat.h> and
+ * by writer threads, a counter, and request latency histograms
+ * (tally_hist, one labelled family: result="hit" and "miss"), rendered by <tally/export_rstat.h> and
  * <tally/export_hist.h> and served over HTTP by <tally/serve.h>
  * (libmicrohttpd) on loopback.
  *
@@ -19,8 +19,8 @@
  * exact totals no longer change (it prints "quiesced" and, with
  * --expect-file, writes every counter sample's value as counted by the
  * writers themselves, independently of tally, in text 0.0.4 sample
- * syntax, and in PATH.p99 the latency histogram's tally_hist_quantile()
- * at 0.99 and its relative error bound, in seconds); it exits after S
+ * syntax, and in PATH.p99 each latency histogram's tally_hist_quantile()
+ * at 0.99, in seconds, and its count); it exits after S
  * seconds. PORT 0 picks a free port (printed).
  *
  * --reset-every R: while the writers run, every R seconds reset the
@@ -93,8 +93,11 @@ static int group_parent[NR_GROUPS];
 static struct tally_vec vec;
 static struct tally_counter batches;
 /* Request latency, ns: the request's measured update time plus a
- * simulated service time (a base, the bytes at ~33 MB/s, and a tail). */
-static struct tally_hist latency;
+ * simulated service time (a base, the bytes at ~33 MB/s, and a tail), one
+ * histogram per result (a miss takes longer): one labelled family. */
+enum { HIT, MISS, NR_RESULTS };
+static const char *const result_names[NR_RESULTS] = {"hit", "miss"};
+static struct tally_hist latency[NR_RESULTS];
 
 /* What each writer did, counted by itself (its own memory, no sharing):
  * the independent truth the Prometheus test compares against. */
@@ -125,6 +128,7 @@ static void *writer_main(void *arg)
 		uint64_t r = rng(&w->seed);
 		struct timespec t0, t1;
 		int64_t ns;
+		int miss;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		/* A leaf job, sometimes a service, gets a request. */
 		int g = 1 + NR_SVC + (int)(r % (NR_SVC * NR_JOB));
@@ -146,11 +150,12 @@ static void *writer_main(void *arg)
 		ns += 20000 + 30 * (int64_t)bytes;
 		if ((r >> 30) % 100 == 0)
 			ns += (int64_t)((r >> 33) % 50000000); /* 1%: up to 50 ms more */
-		tally_hist_record(&latency, ns);
+		miss = (r >> 50) % 4 == 0;
+		tally_hist_record(&latency[miss], miss ? 3 * ns : ns);
 		tally_vec_inc(&vec, CMD_GET);
-		tally_vec_inc(&vec, (r >> 50) % 4 ? GET_HITS : GET_MISSES);
+		tally_vec_inc(&vec, miss ? GET_MISSES : GET_HITS);
 		w->vec_items[CMD_GET]++;
-		w->vec_items[(r >> 50) % 4 ? GET_HITS : GET_MISSES]++;
+		w->vec_items[miss ? GET_MISSES : GET_HITS]++;
 		if (++n % 256 == 0) {
 			struct timespec ts = {0, 1000 * 1000}; /* leave CPU to others */
 			tally_counter_add(&batches, 1);
@@ -173,25 +178,30 @@ static void group_path(int g, char *out, size_t size)
 		snprintf(out, size, "/%s/%s", group_names[group_parent[g]], group_names[g]);
 }
 
-/* PATH.p99: the latency histogram's p99 and its error bound, seconds. */
+/* PATH.p99: per result, "result p99 count": the latency histogram's p99
+ * in seconds and its observations. */
 static int write_p99(const char *path)
 {
 	struct tally_hist_snap s;
 	char name[4096];
 	FILE *f;
-	int err;
+	int err = 0, i;
 	snprintf(name, sizeof(name), "%s.p99", path);
-	if ((err = tally_hist_snap_init(&s, &latency)) || (err = tally_hist_snapshot(&latency, &s)))
-		return err;
 	f = fopen(name, "w");
-	if (!f) {
-		tally_hist_snap_destroy(&s);
+	if (!f)
 		return -errno;
+	for (i = 0; i < NR_RESULTS && !err; i++) {
+		err = tally_hist_snap_init(&s, &latency[i]);
+		if (!err)
+			err = tally_hist_snapshot(&latency[i], &s);
+		if (!err)
+			fprintf(f, "%s %.9g %llu\n", result_names[i],
+				tally_hist_quantile(&s, 0.99) * 1e-9, (unsigned long long)s.count);
+		tally_hist_snap_destroy(&s);
 	}
-	fprintf(f, "%.9g %.9g %llu\n", tally_hist_quantile(&s, 0.99) * 1e-9,
-		tally_hist_error(&latency), (unsigned long long)s.count);
-	tally_hist_snap_destroy(&s);
-	return fclose(f) ? -errno : 0;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
 }
 
 /* Every counter sample's value from the writers' own counts. */
@@ -364,7 +374,7 @@ int main(int argc, char **argv)
 	to.item_flags = item_flags;
 	tree = tally_tree_create_opts(&to);
 	if (!tree || tally_vec_init(&vec, NR_VEC, 0) || tally_counter_init(&batches, 0, 0) ||
-	    tally_hist_init(&latency, NULL)) {
+	    tally_hist_init(&latency[HIT], NULL) || tally_hist_init(&latency[MISS], NULL)) {
 		fprintf(stderr, "exporter: out of memory\n");
 		return 1;
 	}
@@ -424,12 +434,18 @@ int main(int argc, char **argv)
 		err = tally_export_add_counter(&exporter, "writer_batches",
 					       "Batches of 256 requests the writers finished.",
 					       &batches, TALLY_EXPORT_COUNTER);
-	if (!err) {
-		struct tally_export_hist_opts seconds_from_ns = {1e-9, 0};
-		err = tally_export_add_hist(&exporter, "demo_request_latency_seconds",
-					    "Request latency: the update time plus a simulated "
-					    "service time.",
-					    &latency, &seconds_from_ns);
+	/* The latency family: a histogram per result, ns recorded, seconds
+	 * exported, the default bounds (fixed: 40 series per result). */
+	for (i = 0; i < NR_RESULTS && !err; i++) {
+		struct tally_export_hist_opts seconds_from_ns = {1e-9, 0, NULL, 0};
+		const char *kv[3] = {"result", result_names[i], NULL};
+		char name[128];
+		err = tally_export_name(name, sizeof(name), "demo_request_latency_seconds", kv);
+		if (!err)
+			err = tally_export_add_hist(&exporter, name,
+						    "Request latency by result: the update time "
+						    "plus a simulated service time.",
+						    &latency[i], &seconds_from_ns);
 	}
 	if (err) {
 		fprintf(stderr, "exporter: %s\n", tally_export_error(&exporter));
@@ -498,7 +514,8 @@ int main(int argc, char **argv)
 	tally_tree_destroy(tree);
 	tally_vec_destroy(&vec);
 	tally_counter_destroy(&batches);
-	tally_hist_destroy(&latency);
+	tally_hist_destroy(&latency[HIT]);
+	tally_hist_destroy(&latency[MISS]);
 	printf("exporter: done\n");
 	return 0;
 }

@@ -30,11 +30,14 @@ grep -qi '^content-type: application/openmetrics-text; version=1.0.0; charset=ut
 [ "$(tail -n 1 "$tmp/om")" = "# EOF" ] || fail "no # EOF at the end"
 # Integers, but a histogram's _sum (a scaled sum: a decimal number).
 bad=$(grep -v '^#' "$tmp/om" |
-  grep -Ev '^[a-z_][a-z0-9_]*(\{[a-z_]+="[^"]*"\}|_bucket\{le="([0-9.e+-]+|\+Inf)"\})? -?[0-9]+$' |
-  grep -Ev '^[a-z_][a-z0-9_]*_sum [0-9]+(\.[0-9]+)?$' || true)
+  grep -Ev '^[a-z_][a-z0-9_]*(\{[a-z_]+="[^"]*"\}|_bucket\{([a-z_]+="[^"]*",)?le="([0-9.e+-]+|\+Inf)"\})? -?[0-9]+$' |
+  grep -Ev '^[a-z_][a-z0-9_]*_sum(\{[a-z_]+="[^"]*"\})? [0-9]+(\.[0-9]+)?$' || true)
 [ -z "$bad" ] || fail "OpenMetrics samples not integers or malformed: $bad"
 grep -q '^# TYPE demo_request_latency_seconds histogram$' "$tmp/om" || fail "OpenMetrics histogram"
-grep -q '^demo_request_latency_seconds_bucket{le="+Inf"} [0-9]' "$tmp/om" || fail "no +Inf bucket"
+for r in hit miss; do
+  grep -q '^demo_request_latency_seconds_bucket{result="'$r'",le="+Inf"} [0-9]' "$tmp/om" ||
+    fail "no +Inf bucket for result=$r"
+done
 grep -q '^# TYPE demo_requests counter$' "$tmp/om" || fail "OpenMetrics counter family"
 grep -q '^demo_requests_total{group="/"} [0-9]' "$tmp/om" || fail "OpenMetrics _total sample"
 echo "ok: OpenMetrics"

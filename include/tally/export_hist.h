@@ -10,7 +10,7 @@
  *   TALLY_EXPORT_PROMETHEUS, TALLY_EXPORT_OPENMETRICS:
  *     # HELP x h
  *     # TYPE x histogram
- *     x_bucket{le="0.000000512"} 3     cumulative counts (exact decimals)
+ *     x_bucket{le="0.000000005"} 3     cumulative counts (exact decimals)
  *     ...
  *     x_bucket{le="+Inf"} 10
  *     x_sum 0.0123                     the values' sum, scaled
@@ -18,23 +18,41 @@
  *   TALLY_EXPORT_STAT   "x_count 10", "x_sum 0.0123"
  *   TALLY_EXPORT_JSON   {"name":"x","type":"histogram","help":"h","samples":
  *                       [{"labels":{},"count":10,"sum":0.0123,"buckets":
- *                       [{"le":0.000512,"count":3},...,{"le":"+Inf","count":10}]}]}
+ *                       [{"le":0.000000005,"count":3},...,{"le":"+Inf","count":10}]}]}
+ * A labelled family (several histograms, name "x{cmd=\"get\"}" and so on)
+ * writes each histogram's series with its labels, le last:
+ * x_bucket{cmd="get",le="0.000000005"} 3, x_sum{cmd="get"} ...
  *
- * Values are one raw snapshot per render (tally_hist_snapshot_raw(): a
- * reset does not move them, so the exported counts never go back), exact
- * and in one cut: the buckets, _count and _sum agree.
+ * Values are one raw snapshot per histogram per render
+ * (tally_hist_snapshot_raw(): a reset does not move them, so the exported
+ * counts never go back), exact and in one cut: its buckets, _count and
+ * _sum agree.
  *
- * Bucket bounds. Every `le` is the upper edge of one of the histogram's
- * buckets (an integer, times the scale), so no bucket is split: a count at
- * le is exactly the observations <= le. Explicit bounds export every
- * bound. Log-linear histograms export the upper edge of every bucket that
- * has an observation and of the bucket just below it (so a quantile
- * interpolated inside a bucket, as Prometheus' histogram_quantile() does,
- * spans that bucket alone), plus the below bucket's (lowest - 1) when it
- * has any; since the counts only grow, the set of bounds only grows. A cap
- * (max_buckets, +Inf included) thins the bounds evenly when there are
- * more: buckets are then merged (never split), and a quantile's error
- * grows to the merged bucket's width.
+ * Bucket bounds. The `le` set of a family is chosen when it is set up and
+ * never changes, whatever is recorded (a bound that came and went between
+ * scrapes would be a series Prometheus marks stale, and rate() and
+ * histogram_quantile() would see another bucket set every scrape). Every
+ * `le` is the upper edge of one of the histogram's buckets (an integer,
+ * times the scale), so no bucket is split: the count at le is exactly the
+ * observations <= le. Which ones:
+ *   default, log-linear   the buckets of 1, 2 and 5 times each power of
+ *                         ten from lowest to below highest, then highest's
+ *                         own: the default range (1 ns .. 1 h) gives 39
+ *                         bounds and +Inf (40 series, the most,
+ *                         TALLY_EXPORT_HIST_BUCKETS_DEFAULT, else one per
+ *                         power of ten, else thinned evenly). At the
+ *                         default precision a bound sits within 0.8% above
+ *                         its round value (5 us: le="0.000005023");
+ *   default, explicit     every bound of the histogram;
+ *   o->bounds             the caller's list, each rounded up to its
+ *                         bucket's upper edge (explicit bounds: each must
+ *                         be one of the histogram's);
+ *   o->max_buckets        a cap on any of these, +Inf included: bounds
+ *                         thinned evenly, the last kept (buckets merged,
+ *                         never split).
+ * In-process quantiles (tally_hist_quantile()) keep the histogram's full
+ * precision; Prometheus' histogram_quantile() interpolates inside the
+ * exported buckets, so its error is theirs.
  *
  * Concurrency: as export.h's (renders are the exporter owner's; the
  * histogram may be recorded into meanwhile). A render takes the
@@ -52,28 +70,47 @@
 extern "C" {
 #endif
 
+/** The most `le` series (+Inf included) the default grid exports. */
+#define TALLY_EXPORT_HIST_BUCKETS_DEFAULT 40u
+
 /**
  * struct tally_export_hist_opts - how tally_export_add_hist() shows a
- * histogram.
+ * histogram. All zero (or NULL): scale 1, the default bounds.
  * @p scale: exported value = recorded value x scale (1e-9: nanoseconds
  *   recorded, seconds exported, Prometheus' base unit); 0 means 1. Must be
  *   finite and > 0 otherwise.
- * @p max_buckets: most buckets exported, +Inf included: 0 for no cap, else
- *   2..TALLY_HIST_BUCKETS_MAX.
+ * @p max_buckets: most buckets exported, +Inf included: 0 for the
+ *   default (see the top of this header), else 2..TALLY_HIST_BUCKETS_MAX;
+ *   more bounds than that are thinned evenly, the last kept.
+ * @p bounds, @p nr_bounds: the `le` bounds to export, in the histogram's
+ *   unit (before scale), strictly increasing (NULL, 0: the default).
+ *   Log-linear: each within lowest - 1 .. highest, exported as the upper
+ *   edge of its bucket (two in one bucket give one `le`). Explicit bounds:
+ *   each one of the histogram's.
  */
 struct tally_export_hist_opts {
-	double scale;         /**< exported = recorded x scale; 0 means 1 */
-	unsigned max_buckets; /**< most buckets exported, +Inf included; 0: no cap */
+	double scale;            /**< exported = recorded x scale; 0 means 1 */
+	unsigned max_buckets;    /**< most buckets exported, +Inf included; 0: default */
+	const uint64_t *bounds;  /**< `le` bounds (histogram unit), or NULL: default */
+	unsigned nr_bounds;      /**< how many */
 };
 
-/* private: a histogram source's state */
-struct tally__export_hist {
+/* private: one histogram of a family (its labels are the family's
+ * col_labels[i] for member i) */
+struct tally__export_hist_member {
 	struct tally_hist *h;
 	struct tally_hist_snap snap;
+};
+
+/* private: a histogram family's state: its members, and the bucket
+ * positions whose upper edge it exports, fixed when it was set up */
+struct tally__export_hist {
+	struct tally__export_hist_member *m;
+	unsigned nr, cap;
 	double scale;
-	unsigned cap;
-	unsigned *edges; /* positions whose upper edge is exported (this render) */
+	unsigned *edges;
 	unsigned nr_edges;
+	struct tally_export_hist_opts o; /* as given (bounds not kept) */
 };
 
 /* The shortest %g form of v that reads back as v. */
@@ -127,34 +164,113 @@ static inline void tally__export_put_scaled(struct tally__export_sink *k, uint64
 	}
 }
 
-/* The exported edges of this render's snapshot. */
-static inline void tally__export_hist_edges(struct tally__export_hist *x)
+/* Keep cap - 1 of edges[0..n) evenly, the last included; the count. */
+static inline unsigned tally__export_hist_thin(unsigned *edges, unsigned n, unsigned cap)
 {
-	const struct tally_hist_snap *s = &x->snap;
-	unsigned j, n = 0, top = s->nr_buckets - 1u; /* top: above, no edge */
-	uint64_t lo = 0, hi = 0;
-	for (j = 0; j < top; j++) {
-		int has = s->tally__l.bounds ? j > 0 : s->counts[j] || s->counts[j + 1u];
-		if (has && tally_hist_snap_bucket_range(s, j, &lo, &hi) == 0)
-			x->edges[n++] = j;
+	unsigned m = cap - 1u, i;
+	if (n + 1u <= cap)
+		return n;
+	for (i = 0; i < m; i++)
+		edges[i] = edges[(unsigned)(((uint64_t)(i + 1u) * n) / m) - 1u];
+	return m;
+}
+
+/* The default grid of a log-linear layout: the buckets of 1, 2 and 5
+ * times the powers of ten from lowest up to below highest, then highest's
+ * (every value up to highest under some `le`; below's values are under
+ * the first); per decade alone if that is more than cap allows. */
+static inline unsigned tally__export_hist_grid(const struct tally__hist_layout *l, unsigned *edges,
+					       unsigned cap)
+{
+	static const unsigned steps[2][4] = {{1, 2, 5, 0}, {1, 0, 0, 0}};
+	unsigned n = 0, g, i, top = l->nr - 2u;
+	for (g = 0; g < 2 && (!n || n + 1u > cap); g++) {
+		uint64_t dec = 1;
+		n = 0;
+		for (;;) {
+			for (i = 0; steps[g][i]; i++) {
+				uint64_t t = dec * steps[g][i];
+				unsigned j;
+				if (t < l->lowest)
+					continue;
+				if (t >= l->highest)
+					goto last;
+				j = tally__hist_pos_slow(l, t);
+				if (!n || edges[n - 1u] != j)
+					edges[n++] = j;
+			}
+			if (dec > UINT64_MAX / 10u)
+				break;
+			dec *= 10u;
+		}
+last:
+		if (!n || edges[n - 1u] != top)
+			edges[n++] = top;
 	}
-	if (x->cap && n + 1u > x->cap) {
-		/* keep cap - 1 of them, evenly, the last included */
-		unsigned m = x->cap - 1u, i;
-		for (i = 0; i < m; i++)
-			x->edges[i] = x->edges[(unsigned)(((uint64_t)(i + 1u) * n) / m) - 1u];
-		n = m;
+	return tally__export_hist_thin(edges, n, cap);
+}
+
+/*
+ * The positions whose upper edge a family of histograms of layout l
+ * exports as o asks (NULL: the default), into edges (room for l->nr);
+ * returns how many, or -1 with *why set.
+ */
+static inline int tally__export_hist_edges(const struct tally__hist_layout *l,
+					   const struct tally_export_hist_opts *o, unsigned *edges,
+					   const char **why)
+{
+	unsigned cap = o && o->max_buckets ? o->max_buckets : 0u, n = 0, i;
+	uint64_t lo, hi;
+	if (!o || !o->bounds) {
+		if (o && o->nr_bounds) {
+			*why = "bounds is NULL but nr_bounds is not 0";
+			return -1;
+		}
+		if (!l->bounds)
+			return (int)tally__export_hist_grid(
+				l, edges, cap ? cap : TALLY_EXPORT_HIST_BUCKETS_DEFAULT);
+		for (i = 1; i <= l->nr_bounds; i++)
+			edges[n++] = i;
+		return (int)(cap ? tally__export_hist_thin(edges, n, cap) : n);
 	}
-	x->nr_edges = n;
+	if (!o->nr_bounds || o->nr_bounds > TALLY_HIST_BUCKETS_MAX) {
+		*why = "nr_bounds must be 1..TALLY_HIST_BUCKETS_MAX";
+		return -1;
+	}
+	for (i = 0; i < o->nr_bounds; i++) {
+		uint64_t b = o->bounds[i];
+		unsigned j = tally__hist_pos_slow(l, b);
+		if (i && b <= o->bounds[i - 1u]) {
+			*why = "the le bounds must increase strictly";
+			return -1;
+		}
+		if (j == l->nr - 1u) {
+			*why = "an le bound is above the histogram's range (the +Inf bucket)";
+			return -1;
+		}
+		if (j == 0 && (l->bounds || !l->lowest)) {
+			*why = "an le bound is below every bucket";
+			return -1;
+		}
+		tally__hist_pos_range(l, j, &lo, &hi);
+		if (l->bounds && hi != b) {
+			*why = "an le bound is not one of the histogram's bounds";
+			return -1;
+		}
+		if (!n || edges[n - 1u] != j)
+			edges[n++] = j;
+	}
+	return (int)(cap ? tally__export_hist_thin(edges, n, cap) : n);
 }
 
 static inline int tally__export_collect_hist(struct tally_export *e,
 					     struct tally__export_source *s)
 {
 	struct tally__export_hist *x = (struct tally__export_hist *)s->priv;
-	if (tally_hist_snapshot_raw(x->h, &x->snap))
-		return tally__export_fail(e, -EINVAL, "histogram snapshot failed", NULL, 0);
-	tally__export_hist_edges(x);
+	unsigned i;
+	for (i = 0; i < x->nr; i++)
+		if (tally_hist_snapshot_raw(x->m[i].h, &x->m[i].snap))
+			return tally__export_fail(e, -EINVAL, "histogram snapshot failed", NULL, 0);
 	s->nr_rows = 1;
 	return 0;
 }
@@ -162,12 +278,75 @@ static inline int tally__export_collect_hist(struct tally_export *e,
 static inline void tally__export_release_hist(struct tally__export_source *s)
 {
 	struct tally__export_hist *x = (struct tally__export_hist *)s->priv;
+	unsigned i;
 	if (!x)
 		return;
-	tally_hist_snap_destroy(&x->snap);
+	for (i = 0; i < x->nr; i++)
+		tally_hist_snap_destroy(&x->m[i].snap);
+	free(x->m);
 	free(x->edges);
 	free(x);
 	s->priv = NULL;
+}
+
+#define TALLY__EXPORT_HIST_INF 0xffffffffu
+
+/* Member c's labels, then le (when le_at: the upper edge of position
+ * le_pos, or "+Inf" when le_pos is TALLY__EXPORT_HIST_INF), as the text formats write them
+ * ("{a=\"1\",le=\"0.5\"}"; nothing for no labels at all), or JSON's
+ * members ("\"a\":\"1\""; mode TALLY__EXPORT_ESC_JSON). */
+static inline void tally__export_hist_labels(struct tally__export_sink *k,
+					     const struct tally__export_family *f,
+					     const struct tally__export_hist *x, unsigned c,
+					     int le_at, unsigned le_pos,
+					     enum tally__export_escape mode)
+{
+	const char *l = f->nr_cols ? f->col_labels[c] : NULL;
+	int json = mode == TALLY__EXPORT_ESC_JSON, first = 1;
+	uint64_t lo, hi;
+	if (!le_at && !l)
+		return;
+	if (!json)
+		tally__export_put(k, "{", 1);
+	for (; l && *l; l += strlen(l) + 1, l += strlen(l) + 1) {
+		tally__export_puts(k, first ? "" : ",");
+		first = 0;
+		tally__export_puts(k, json ? "\"" : "");
+		tally__export_puts(k, l);
+		tally__export_puts(k, json ? "\":\"" : "=\"");
+		tally__export_put_escaped(k, l + strlen(l) + 1, mode);
+		tally__export_put(k, "\"", 1);
+	}
+	if (le_at) {
+		tally__export_puts(k, first ? "le=\"" : ",le=\"");
+		if (le_pos != TALLY__EXPORT_HIST_INF) {
+			tally__hist_pos_range(&x->m[c].snap.tally__l, le_pos, &lo, &hi);
+			tally__export_put_scaled(k, hi, x->scale);
+		} else {
+			tally__export_puts(k, "+Inf");
+		}
+		tally__export_put(k, "\"", 1);
+	}
+	if (!json)
+		tally__export_put(k, "}", 1);
+}
+
+/* One line "family suffix{labels} value" of member c (text formats). */
+static inline void tally__export_hist_line(struct tally__export_sink *k,
+					   const struct tally__export_family *f,
+					   const struct tally__export_hist *x, unsigned c,
+					   const char *suffix, int le_at, unsigned le_pos,
+					   uint64_t v, int scaled)
+{
+	tally__export_puts(k, f->name);
+	tally__export_puts(k, suffix);
+	tally__export_hist_labels(k, f, x, c, le_at, le_pos, TALLY__EXPORT_ESC_QUOTED);
+	tally__export_put(k, " ", 1);
+	if (scaled)
+		tally__export_put_scaled(k, v, x->scale);
+	else
+		tally__export_put_u64(k, v);
+	tally__export_put(k, "\n", 1);
 }
 
 static inline void tally__export_write_hist(struct tally__export_sink *k, int fmt,
@@ -175,18 +354,13 @@ static inline void tally__export_write_hist(struct tally__export_sink *k, int fm
 					    const struct tally__export_source *src)
 {
 	const struct tally__export_hist *x = (const struct tally__export_hist *)src->priv;
-	const struct tally_hist_snap *s = &x->snap;
-	unsigned i, j = 0;
-	uint64_t cum = 0, lo = 0, hi = 0;
+	unsigned c, i, j;
+	uint64_t cum;
 	if (fmt == TALLY_EXPORT_STAT) {
-		tally__export_puts(k, f->name);
-		tally__export_put(k, "_count ", 7);
-		tally__export_put_u64(k, s->count);
-		tally__export_put(k, "\n", 1);
-		tally__export_puts(k, f->name);
-		tally__export_put(k, "_sum ", 5);
-		tally__export_put_scaled(k, s->sum, x->scale);
-		tally__export_put(k, "\n", 1);
+		for (c = 0; c < x->nr; c++) {
+			tally__export_hist_line(k, f, x, c, "_count", 0, 0, x->m[c].snap.count, 0);
+			tally__export_hist_line(k, f, x, c, "_sum", 0, 0, x->m[c].snap.sum, 1);
+		}
 		return;
 	}
 	if (fmt == TALLY_EXPORT_JSON) {
@@ -194,11 +368,7 @@ static inline void tally__export_write_hist(struct tally__export_sink *k, int fm
 		tally__export_puts(k, f->name);
 		tally__export_puts(k, "\",\"type\":\"histogram\",\"help\":\"");
 		tally__export_put_escaped(k, f->help, TALLY__EXPORT_ESC_JSON);
-		tally__export_puts(k, "\",\"samples\":[{\"labels\":{},\"count\":");
-		tally__export_put_u64(k, s->count);
-		tally__export_puts(k, ",\"sum\":");
-		tally__export_put_scaled(k, s->sum, x->scale);
-		tally__export_puts(k, ",\"buckets\":[");
+		tally__export_puts(k, "\",\"samples\":[");
 	} else {
 		int om = fmt == TALLY_EXPORT_OPENMETRICS;
 		tally__export_puts(k, "# HELP ");
@@ -210,65 +380,112 @@ static inline void tally__export_write_hist(struct tally__export_sink *k, int fm
 		tally__export_puts(k, f->name);
 		tally__export_puts(k, " histogram\n");
 	}
-	for (i = 0; i < x->nr_edges; i++) {
-		for (; j <= x->edges[i]; j++)
-			cum += s->counts[j];
-		tally_hist_snap_bucket_range(s, x->edges[i], &lo, &hi);
+	for (c = 0; c < x->nr; c++) {
+		const struct tally_hist_snap *s = &x->m[c].snap;
 		if (fmt == TALLY_EXPORT_JSON) {
+			tally__export_puts(k, c ? ",{\"labels\":{" : "{\"labels\":{");
+			tally__export_hist_labels(k, f, x, c, 0, 0, TALLY__EXPORT_ESC_JSON);
+			tally__export_puts(k, "},\"count\":");
+			tally__export_put_u64(k, s->count);
+			tally__export_puts(k, ",\"sum\":");
+			tally__export_put_scaled(k, s->sum, x->scale);
+			tally__export_puts(k, ",\"buckets\":[");
+		}
+		for (i = 0, j = 0, cum = 0; i < x->nr_edges; i++) {
+			uint64_t lo, hi;
+			for (; j <= x->edges[i]; j++)
+				cum += s->counts[j];
+			if (fmt != TALLY_EXPORT_JSON) {
+				tally__export_hist_line(k, f, x, c, "_bucket", 1, x->edges[i], cum, 0);
+				continue;
+			}
+			tally__hist_pos_range(&s->tally__l, x->edges[i], &lo, &hi);
 			tally__export_puts(k, i ? ",{\"le\":" : "{\"le\":");
 			tally__export_put_scaled(k, hi, x->scale);
 			tally__export_puts(k, ",\"count\":");
 			tally__export_put_u64(k, cum);
 			tally__export_put(k, "}", 1);
-		} else {
-			tally__export_puts(k, f->name);
-			tally__export_puts(k, "_bucket{le=\"");
-			tally__export_put_scaled(k, hi, x->scale);
-			tally__export_puts(k, "\"} ");
-			tally__export_put_u64(k, cum);
-			tally__export_put(k, "\n", 1);
 		}
+		if (fmt == TALLY_EXPORT_JSON) {
+			tally__export_puts(k, x->nr_edges ? ",{\"le\":\"+Inf\",\"count\":"
+							  : "{\"le\":\"+Inf\",\"count\":");
+			tally__export_put_u64(k, s->count);
+			tally__export_puts(k, "}]}");
+			continue;
+		}
+		tally__export_hist_line(k, f, x, c, "_bucket", 1, TALLY__EXPORT_HIST_INF, s->count,
+					0);
+		tally__export_hist_line(k, f, x, c, "_sum", 0, 0, s->sum, 1);
+		tally__export_hist_line(k, f, x, c, "_count", 0, 0, s->count, 0);
 	}
-	if (fmt == TALLY_EXPORT_JSON) {
-		tally__export_puts(k, x->nr_edges ? ",{\"le\":\"+Inf\",\"count\":"
-						  : "{\"le\":\"+Inf\",\"count\":");
-		tally__export_put_u64(k, s->count);
-		tally__export_puts(k, "}]}]}");
-		return;
+	if (fmt == TALLY_EXPORT_JSON)
+		tally__export_puts(k, "]}");
+}
+
+/* Add h as a member with labels (owned from here on) to histogram family
+ * f (source s, state x): 0, or -ENOMEM with nothing changed. */
+static inline int tally__export_hist_join(struct tally__export_hist *x,
+					  struct tally__export_family *f, struct tally_hist *h,
+					  char *labels)
+{
+	if (x->nr == x->cap) {
+		unsigned cap = x->cap ? 2 * x->cap : 4;
+		struct tally__export_hist_member *m = (struct tally__export_hist_member *)realloc(
+			x->m, cap * sizeof(*m));
+		if (!m) {
+			free(labels);
+			return -ENOMEM;
+		}
+		x->m = m;
+		x->cap = cap;
 	}
-	tally__export_puts(k, f->name);
-	tally__export_puts(k, "_bucket{le=\"+Inf\"} ");
-	tally__export_put_u64(k, s->count);
-	tally__export_put(k, "\n", 1);
-	tally__export_puts(k, f->name);
-	tally__export_put(k, "_sum ", 5);
-	tally__export_put_scaled(k, s->sum, x->scale);
-	tally__export_put(k, "\n", 1);
-	tally__export_puts(k, f->name);
-	tally__export_put(k, "_count ", 7);
-	tally__export_put_u64(k, s->count);
-	tally__export_put(k, "\n", 1);
+	memset(&x->m[x->nr], 0, sizeof(x->m[0]));
+	if (tally_hist_snap_init(&x->m[x->nr].snap, h)) {
+		free(labels);
+		return -ENOMEM;
+	}
+	if (tally__export_add_series(f, x->nr, labels)) {
+		tally_hist_snap_destroy(&x->m[x->nr].snap);
+		return -ENOMEM;
+	}
+	x->m[x->nr++].h = h;
+	return 0;
 }
 
 /**
- * tally_export_add_hist - export h as one histogram family called name
+ * tally_export_add_hist - export h as a histogram family called name
  * (samples name_bucket{le="..."}, name_sum, name_count), with help text
- * help (NULL or blank: a generic one), shown as o says (NULL: scale 1, no
- * cap). See the top of this header for the bounds and the formats.
- * Returns 0, -EINVAL (NULL e or h, a bad name or help, o out of bounds;
- * see tally_export_error()) or -ENOMEM; nothing registered on failure.
- * h must stay initialised while e may render it. Not beside other calls
- * on e.
+ * help (NULL or blank: a generic one), shown as o says (NULL: scale 1,
+ * the default bounds). See the top of this header for the bounds and the
+ * formats.
+ * Labelled: a name "family{label=\"value\",...}" (tally_export_name()
+ * builds one) adds h to family as the series with those labels, beside
+ * the histograms added to it before; the label rules are the vectors'
+ * (export.h: an empty value is no label, two equal label sets refused, no
+ * le or quantile). The histograms of one family must have the same
+ * buckets (tally_hist_opts) and be added with the same o (so every series
+ * has the same `le` set, which Prometheus' sum by (le) needs); help: the
+ * first one given (tally_export_set_help() changes it).
+ * Returns 0, -EINVAL (NULL e or h, a bad name, labels or help, o out of
+ * bounds, family registered as something else or with other buckets or
+ * options; see tally_export_error()) or -ENOMEM; nothing registered on
+ * failure. h must stay initialised while e may render it. Not beside other
+ * calls on e. O(1) beside the bounds' setup (O(buckets), once per family).
  */
 static inline int tally_export_add_hist(struct tally_export *e, const char *name,
 					const char *help, struct tally_hist *h,
 					const struct tally_export_hist_opts *o)
 {
+	static const struct tally_export_hist_opts none; /* all zero: the defaults */
 	struct tally__export_source s;
 	struct tally__export_family f;
 	struct tally__export_hist *x;
-	double scale = o && o->scale != 0.0 ? o->scale : 1.0;
-	unsigned cap = o ? o->max_buckets : 0u;
+	double scale;
+	const char *why = NULL;
+	char *labels = NULL, *base;
+	size_t base_len;
+	long fam;
+	int n, err;
 	if (tally__bad(!e))
 		return -EINVAL;
 	if (!name)
@@ -276,41 +493,109 @@ static inline int tally_export_add_hist(struct tally_export *e, const char *name
 	if (!h || !tally_hist_buckets(h))
 		return tally__export_fail(e, -EINVAL, "histogram '%s' is NULL or not initialised",
 					  name, 0);
-	if (!(scale > 0.0) || scale > 1e300 || cap == 1u || cap > TALLY_HIST_BUCKETS_MAX)
+	if (!o)
+		o = &none;
+	scale = o->scale != 0.0 ? o->scale : 1.0;
+	if (!(scale > 0.0) || scale > 1e300 || o->max_buckets == 1u ||
+	    o->max_buckets > TALLY_HIST_BUCKETS_MAX)
 		return tally__export_fail(e, -EINVAL,
 					  "histogram '%s': scale must be finite and > 0, "
 					  "max_buckets 0 or 2 and up",
 					  name, 0);
+	err = tally__export_parse_labels(e, name, ~0u, &base_len, &labels, NULL);
+	if (err)
+		return err;
+	base = (char *)malloc(base_len + 1);
+	if (!base) {
+		free(labels);
+		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+	}
+	memcpy(base, name, base_len);
+	base[base_len] = '\0';
+	fam = tally__export_find(e, base);
+	if (fam >= 0) {
+		/* Another member of a family already registered. */
+		struct tally__export_family *g = &e->tally__families[fam];
+		struct tally__export_source *gs = &e->tally__sources[g->source];
+		unsigned c;
+		x = (struct tally__export_hist *)gs->priv;
+		if (gs->write != tally__export_write_hist)
+			why = "is registered, and not as a histogram";
+		else if (!tally__hist_layout_eq(&h->tally__l, &x->m[0].h->tally__l))
+			why = "has histograms with other buckets (tally_hist_opts)";
+		else if (scale != x->scale || o->max_buckets != x->o.max_buckets ||
+			 o->nr_bounds != x->o.nr_bounds ||
+			 (o->nr_bounds && memcmp(o->bounds, x->o.bounds,
+						 o->nr_bounds * sizeof(uint64_t))))
+			why = "was added with other tally_export_hist_opts";
+		for (c = 0; !why && c < g->nr_cols; c++)
+			if (tally__export_labels_eq(g->col_labels[c], labels))
+				why = "already has a histogram with these labels (empty values "
+				      "dropped)";
+		if (!why && tally__export_help_given(help) && strcmp(help, g->help) &&
+		    strncmp(g->help, "tally histogram", 16))
+			why = "has another help text (tally_export_set_help() changes it)";
+		if (why) {
+			free(labels);
+			err = tally__export_fail(e, -EINVAL, "histogram family '%s' ", base, 0);
+			tally__export_fail_more(e, why);
+			free(base);
+			return err;
+		}
+		free(base);
+		if (tally__export_help_given(help) && strcmp(help, g->help)) {
+			char *d = tally__export_strdup(help);
+			if (!d) {
+				free(labels);
+				return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+			}
+			free(g->help);
+			g->help = d;
+		}
+		if (tally__export_hist_join(x, g, h, labels))
+			return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+		e->tally__error[0] = '\0';
+		return 0;
+	}
 	memset(&s, 0, sizeof(s));
 	memset(&f, 0, sizeof(f));
 	x = (struct tally__export_hist *)calloc(1, sizeof(*x));
-	if (x) {
-		x->h = h;
-		x->scale = scale;
-		x->cap = cap;
+	if (x)
 		x->edges = (unsigned *)malloc(tally_hist_buckets(h) * sizeof(unsigned));
-		if (!x->edges || tally_hist_snap_init(&x->snap, h)) {
-			free(x->edges);
+	if (!x || !x->edges) {
+		if (x)
 			free(x);
-			x = NULL;
-		}
+		free(labels);
+		free(base);
+		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	}
+	n = tally__export_hist_edges(&h->tally__l, o, x->edges, &why);
+	if (n < 0) {
+		free(x->edges);
+		free(x);
+		free(labels);
+		err = tally__export_fail(e, -EINVAL, "histogram '%s': ", base, 0);
+		tally__export_fail_more(e, why);
+		free(base);
+		return err;
+	}
+	x->nr_edges = (unsigned)n;
+	x->scale = scale;
+	x->o = *o;
 	s.obj = h;
 	s.nr_items = 1;
 	s.collect = tally__export_collect_hist;
 	s.release = tally__export_release_hist;
 	s.write = tally__export_write_hist;
 	s.priv = x;
-	f.name = tally__export_strdup(name);
+	f.name = base;
 	f.help = tally__export_help_given(help) ? tally__export_strdup(help)
 						: tally__export_join("tally histogram", NULL, NULL);
 	f.kind = TALLY_EXPORT_COUNTER; /* unused: the source writes its family */
 	f.in_stat = 1;
-	if (!x) {
-		free(f.name);
+	if (tally__export_hist_join(x, &f, h, labels)) {
 		free(f.help);
-		tally__export_source_free(&s);
-		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+		f.help = NULL; /* register frees what is left and says -ENOMEM */
 	}
 	return tally__export_register(e, &s, &f, 1);
 }

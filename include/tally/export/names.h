@@ -283,8 +283,8 @@ static inline bool tally__export_label_start(char c)
 static inline const char *tally__export_label_reserved(const char *l, size_t n)
 {
 	if (n == 2 && !memcmp(l, "le", 2))
-		return "a label named le is for histograms only (promtool rejects a counter "
-		       "or gauge with one)";
+		return "a label named le is a histogram bucket's own, written by the export "
+		       "(promtool rejects a counter or gauge with one)";
 	if (n == 8 && !memcmp(l, "quantile", 8))
 		return "a label named quantile is for summaries only (promtool rejects a "
 		       "counter or gauge with one)";
@@ -303,7 +303,7 @@ static inline const char *tally__export_label_reserved(const char *l, size_t n)
  * A label whose value is empty is dropped (Prometheus and OpenMetrics read
  * it as the label's absence), and *dropped (if not NULL) says whether one
  * was. Returns 0, -EINVAL (e's message says what is wrong, quoting the
- * name) or -ENOMEM.
+ * name, and item unless it is ~0u) or -ENOMEM.
  */
 static inline int tally__export_parse_labels(struct tally_export *e, const char *name,
 					     unsigned item, size_t *base_len, char **out,
@@ -420,7 +420,10 @@ static inline int tally__export_parse_labels(struct tally_export *e, const char 
 	free(buf);
 	free(pairs);
 	if (why) {
-		tally__export_fail(e, -EINVAL, "item %u's name '%s': ", name, item);
+		if (item == ~0u)
+			tally__export_fail(e, -EINVAL, "name '%s': ", name, 0);
+		else
+			tally__export_fail(e, -EINVAL, "item %u's name '%s': ", name, item);
 		/* The name was quoted first; then the reason. */
 		tally__export_fail_more(e, why);
 		return -EINVAL;
