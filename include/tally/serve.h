@@ -8,8 +8,8 @@
  *   struct tally_serve *srv;
  *   char why[TALLY_SERVE_ERROR_MAX];
  *   o.listen = "127.0.0.1:9464";
- *   o.thread_start = my_register;   // e.g. urcu_memb_register_thread for trees
- *   o.thread_stop = my_unregister;
+ *   o.thread_start = my_register;   // for trees: void my_register(void *a)
+ *   o.thread_stop = my_unregister;  // { (void)a; urcu_memb_register_thread(); }
  *   if (tally_serve_start(&srv, &e, &o, why, sizeof(why)))
  *           fprintf(stderr, "%s\n", why);
  *   ...
