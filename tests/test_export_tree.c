@@ -273,3 +273,90 @@ Test(export_tree, opts_every_member)
 	expect(&E, TALLY_EXPORT_STAT, "p_req 1\np_busy 1\n");
 	done(t, a);
 }
+
+/* ---- issue 29, item 4: labels on tree items ------------------------------ */
+
+/* Items named "requests{method=\"get\"}" and "requests{method=\"set\"}"
+ * are two series of one family requests, hierarchical and local, each row
+ * with its group label first; the vectors' label rules hold, and the
+ * label group is the tree's own. */
+Test(export_tree, item_labels)
+{
+	static const char *const items[] = {"requests{method=\"get\"}", "requests{method=\"set\"}",
+					    "bytes"};
+	static const char *const dup[] = {"requests{method=\"get\"}", "requests{method=\"get\"}",
+					  "bytes"};
+	static const char *const empty[] = {"requests{method=\"\"}", "requests", "bytes"};
+	static const char *const own[] = {"requests{group=\"x\"}", "requests", "bytes"};
+	static const char *const le[] = {"requests{le=\"1\"}", "requests", "bytes"};
+	static const unsigned char mixed[] = {TALLY_EXPORT_COUNTER, TALLY_EXPORT_GAUGE,
+					      TALLY_EXPORT_COUNTER};
+	struct tally_export_tree_opts o;
+	struct tally_tree_opts to;
+	struct tally_tree *t;
+	struct tally_group *a;
+	memset(&to, 0, sizeof(to));
+	to.nr_items = 3;
+	t = tally_tree_create_opts(&to);
+	cr_assert(t);
+	cr_assert_eq(tally_tree_set_item_names(t, items), 0);
+	a = tally_group_create(tally_tree_root(t));
+	cr_assert(a);
+	cr_assert_eq(tally_group_set_name(a, "a"), 0);
+	memset(&o, 0, sizeof(o));
+	o.prefix = "x";
+	o.flags = TALLY_EXPORT_TREE_FLUSH;
+	/* refused, nothing registered: one series twice (also once an empty
+	 * value is dropped), the label group, le, two kinds in one family */
+	o.names = dup;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), -EINVAL);
+	cr_assert(strstr(tally_export_error(&E), "gives a series its family has already (the same "
+						  "labels)"),
+		  "%s", tally_export_error(&E));
+	o.names = empty;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), -EINVAL);
+	cr_assert(strstr(tally_export_error(&E), "an empty label value is the label's absence"),
+		  "%s", tally_export_error(&E));
+	o.names = own;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), -EINVAL);
+	cr_assert(strstr(tally_export_error(&E), "the source's own (a tree's group path)"), "%s",
+		  tally_export_error(&E));
+	o.names = le;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), -EINVAL);
+	o.names = NULL;
+	o.kinds = mixed;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), -EINVAL);
+	cr_assert(strstr(tally_export_error(&E), "differ in kind"), "%s", tally_export_error(&E));
+	expect(&E, TALLY_EXPORT_STAT, "");
+	/* the tree's own names, labelled */
+	o.kinds = NULL;
+	cr_assert_eq(tally_export_add_tree(&E, t, &o), 0, "%s", tally_export_error(&E));
+	tally_group_mod(a, 0, 5);
+	tally_group_mod(a, 1, 2);
+	tally_group_mod(tally_tree_root(t), 1, 1);
+	tally_group_mod(a, 2, 100);
+	expect(&E, TALLY_EXPORT_PROMETHEUS,
+	       "# HELP x_requests_total tally tree item (this group and its descendants)\n"
+	       "# TYPE x_requests_total counter\n"
+	       "x_requests_total{group=\"/\",method=\"get\"} 5\n"
+	       "x_requests_total{group=\"/\",method=\"set\"} 3\n"
+	       "x_requests_total{group=\"/a\",method=\"get\"} 5\n"
+	       "x_requests_total{group=\"/a\",method=\"set\"} 2\n"
+	       "# HELP x_requests_local_total tally tree item (this group alone)\n"
+	       "# TYPE x_requests_local_total counter\n"
+	       "x_requests_local_total{group=\"/\",method=\"get\"} 0\n"
+	       "x_requests_local_total{group=\"/\",method=\"set\"} 1\n"
+	       "x_requests_local_total{group=\"/a\",method=\"get\"} 5\n"
+	       "x_requests_local_total{group=\"/a\",method=\"set\"} 2\n"
+	       "# HELP x_bytes_total tally tree item (this group and its descendants)\n"
+	       "# TYPE x_bytes_total counter\n"
+	       "x_bytes_total{group=\"/\"} 100\n"
+	       "x_bytes_total{group=\"/a\"} 100\n"
+	       "# HELP x_bytes_local_total tally tree item (this group alone)\n"
+	       "# TYPE x_bytes_local_total counter\n"
+	       "x_bytes_local_total{group=\"/\"} 0\n"
+	       "x_bytes_local_total{group=\"/a\"} 100\n");
+	expect(&E, TALLY_EXPORT_STAT,
+	       "x_requests{method=\"get\"} 5\nx_requests{method=\"set\"} 3\nx_bytes 100\n");
+	done(t, a);
+}

@@ -322,7 +322,28 @@ static inline int tally_export_add_vec(struct tally_export *e, const char *prefi
 		tally__export_source_free(&s);
 		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	}
-	err = tally__export_vec_families(e, fams, &nfam, s.kinds, prefix, v, names, helps, kinds);
+	{
+		struct tally__export_items it = {n, NULL, names != NULL, NULL, s.kinds, helps,
+						 "tally vector item", "vector item",
+						 "tally_vec_set_item_name", NULL};
+		const char **own = (const char **)malloc(n * sizeof(*own));
+		unsigned char *hidden = (unsigned char *)malloc(n);
+		err = own && hidden ? 0 : tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+		for (i = 0; !err && i < n; i++) {
+			unsigned fl = tally_vec_item_flags(v, i);
+			own[i] = names ? names[i] : tally_vec_item_name(v, i);
+			hidden[i] = (fl & TALLY_VEC_ITEM_HIDDEN) != 0;
+			s.kinds[i] = kinds ? kinds[i]
+				    : (fl & TALLY_VEC_ITEM_GAUGE) ? (unsigned char)TALLY_EXPORT_GAUGE
+								  : (unsigned char)TALLY_EXPORT_COUNTER;
+		}
+		it.names = own;
+		it.hidden = hidden;
+		if (!err)
+			err = tally__export_item_families(e, fams, &nfam, prefix, &it);
+		free((void *)own);
+		free(hidden);
+	}
 	if (err) {
 		free(fams);
 		tally__export_source_free(&s);

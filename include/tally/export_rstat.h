@@ -12,7 +12,13 @@
  * For item i named n, two families:
  *   prefix_n{group="/a/b"}        hierarchical: the group and its subtree
  *   prefix_n_local{group="/a/b"}  local: the group alone
- * so sum() over one family never counts an event twice. What the locals
+ * so sum() over one family never counts an event twice. Items named
+ * "n{k=\"v\",...}" (tally_export_name() builds such names) are series of
+ * one family n, each row's group label first: requests{method="get"}
+ * and requests{method="set"} give prefix_requests{group="/a",method="get"}
+ * and so on. The label rules are the vectors' (export.h: an empty value is
+ * no label, equal label sets refused, no le or quantile, one kind per
+ * family), and no item may take the label group. What the locals
  * add up to: the root's hierarchical value counts every update of every
  * group ever in the tree (a destroyed group hands its counts to its
  * parent), the locals only the groups alive now (every one has a row: see
@@ -530,8 +536,9 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 	const char *const *helps;
 	const unsigned char *kinds;
 	unsigned char *tree_kinds = NULL;
+	const char **own;
 	char **full;
-	unsigned n, i;
+	unsigned n, i, nf = 0;
 	int err;
 	if (tally__bad(!e))
 		return -EINVAL;
@@ -577,51 +584,62 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 	s.kinds = (unsigned char *)calloc(n, 1);
 	one = (struct tally__export_family *)calloc(n, sizeof(*one));
 	fams = (struct tally__export_family *)calloc(2u * n, sizeof(*fams));
-	if (!x || !s.kinds || !one || !fams) {
-		free(one);
-		free(fams);
-		free(tree_kinds);
-		tally__export_source_free(&s);
-		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
-	}
-	x->tree = t;
-	x->name_fn = o->name_fn;
-	x->name_arg = o->name_arg;
-	x->flags = o->flags;
-	if (!names) {
-		/* The tree's own item names, if it has any. */
-		const char **own = (const char **)calloc(n, sizeof(*own));
-		if (!own) {
-			free(one);
-			free(fams);
-			free(tree_kinds);
-			tally__export_source_free(&s);
-			return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
-		}
+	own = (const char **)calloc(n, sizeof(*own));
+	err = !x || !s.kinds || !one || !fams || !own
+		      ? tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0)
+		      : 0;
+	if (!err) {
+		struct tally__export_items it = {n,	   NULL,	names != NULL,
+						 NULL,	   kinds,	helps,
+						 "tally tree item", "tree item",
+						 "tally_tree_set_item_names", "group"};
+		x->tree = t;
+		x->name_fn = o->name_fn;
+		x->name_arg = o->name_arg;
+		x->flags = o->flags;
+		memcpy(s.kinds, kinds, n);
+		/* The caller's names, or the tree's own (NULL: item<i>). */
 		for (i = 0; i < n; i++)
-			own[i] = tally_tree_item_name(t, i);
-		tally__export_fill_families(one, n, prefix, own, helps, kinds, "tally tree item",
-					    NULL);
-		free((void *)own);
-	} else {
-		tally__export_fill_families(one, n, prefix, names, helps, kinds, "tally tree item",
-					    NULL);
+			own[i] = names ? names[i] : tally_tree_item_name(t, i);
+		it.names = own;
+		err = tally__export_item_families(e, one, &nf, prefix, &it);
 	}
-	free(tree_kinds); /* copied into one[] */
-	/* The helps are checked as given (TALLY_EXPORT_HELP_MAX applies to
-	 * the caller's text) and get their suffix once registered: full[]
-	 * is made first, so nothing can fail after the registration. */
-	full = (char **)calloc(2u * n, sizeof(*full));
-	for (i = 0; i < n; i++) {
-		s.kinds[i] = one[i].kind;
-		fams[2 * i] = one[i];
-		fams[2 * i].column = 2 * i;
-		fams[2 * i + 1] = one[i];
-		fams[2 * i + 1].name =
-			one[i].name ? tally__export_join(one[i].name, NULL, "_local") : NULL;
-		fams[2 * i + 1].help = one[i].help ? tally__export_strdup(one[i].help) : NULL;
-		fams[2 * i + 1].column = 2 * i + 1;
-		fams[2 * i + 1].in_stat = 0;
+	free((void *)own);
+	free(tree_kinds); /* copied into s.kinds */
+	/* Each family twice: hierarchical at the row's column 2 c, local
+	 * (name_local) at 2 c + 1, c its item (or each series' item). The
+	 * helps are checked as given (TALLY_EXPORT_HELP_MAX applies to the
+	 * caller's text) and get their suffix once registered: full[] is
+	 * made first, so nothing can fail after the registration. */
+	full = err ? NULL : (char **)calloc(2u * nf, sizeof(*full));
+	for (i = 0; !err && i < nf; i++) {
+		struct tally__export_family *h = &fams[2 * i], *l = &fams[2 * i + 1];
+		unsigned c;
+		*h = one[i];
+		*l = one[i];
+		l->name = tally__export_join(one[i].name, NULL, "_local");
+		l->help = tally__export_strdup(one[i].help);
+		l->in_stat = 0;
+		l->cols = NULL;
+		l->col_labels = NULL;
+		l->nr_cols = l->cap_cols = 0;
+		h->column = 2 * one[i].column;
+		l->column = h->column + 1;
+		for (c = 0; c < h->nr_cols; c++) {
+			char *lab = NULL;
+			if (h->col_labels[c]) {
+				size_t len = tally__export_labels_len(h->col_labels[c]);
+				lab = (char *)malloc(len);
+				if (lab)
+					memcpy(lab, h->col_labels[c], len);
+			}
+			h->cols[c] *= 2;
+			if ((h->col_labels[c] && !lab) ||
+			    tally__export_add_series(l, h->cols[c] + 1, lab)) {
+				free(l->help);
+				l->help = NULL; /* the registration fails and frees */
+			}
+		}
 		if (full && one[i].help) {
 			full[2 * i] = tally__export_join(one[i].help, NULL,
 							 " (this group and its descendants)");
@@ -629,18 +647,23 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 		}
 	}
 	free(one);
-	for (i = 0; i < 2u * n; i++)
+	if (err) {
+		free(fams);
+		tally__export_source_free(&s);
+		return err;
+	}
+	for (i = 0; i < 2u * nf; i++)
 		if (!full || !full[i]) {
 			/* out of memory: the registration fails and frees */
 			free(fams[i].help);
 			fams[i].help = NULL;
 		}
-	err = tally__export_register(e, &s, fams, 2u * n);
+	err = tally__export_register(e, &s, fams, 2u * nf);
 	free(fams);
-	for (i = 0; full && i < 2u * n; i++) {
+	for (i = 0; full && i < 2u * nf; i++) {
 		if (!err) {
 			struct tally__export_family *f =
-				&e->tally__families[e->tally__nr_families - 2u * n + i];
+				&e->tally__families[e->tally__nr_families - 2u * nf + i];
 			free(f->help);
 			f->help = full[i];
 		} else {

@@ -190,7 +190,7 @@ static inline int tally__export_add_series(struct tally__export_family *f, unsig
 }
 
 /*
- * What tally__export_vec_families looks names up in, O(1) each: its
+ * What tally__export_item_families looks names up in, O(1) each: its
  * families by name (fam[slot] = family + 1) and its series by family and
  * labels (ser[slot] = item + 1, the item's family, labels and whether it
  * dropped an empty label in item_fam, item_labels, item_dropped), each
@@ -232,26 +232,36 @@ static inline unsigned *tally__export_vec_ser_slot(struct tally__export_vec_inde
 	return &x->ser[j];
 }
 
+/* Where an item source's names come from, for its error messages. */
+struct tally__export_items {
+	unsigned n;                      /* items */
+	const char *const *names;        /* [n], an entry NULL: item<i> */
+	int given;                       /* names are the caller's array */
+	const unsigned char *hidden;     /* [n] or NULL: left out where set */
+	const unsigned char *kinds;      /* [n], TALLY_EXPORT_COUNTER / _GAUGE */
+	const char *const *helps;        /* [n] or NULL */
+	const char *what;                /* the default help, "tally vector item" */
+	const char *owner;               /* "vector item", "tree item" */
+	const char *rename;              /* the call that renames one */
+	const char *own_label;           /* a label name items may not take, or NULL */
+};
+
 /*
- * The families of vector v's items into fams (room for n = its items;
- * *nfam set), kinds[i] each item's kind: items that are hidden
- * (TALLY_VEC_ITEM_HIDDEN) left out; an item named "base{labels}" (names[i],
- * else the vector's name, else item<N>) a series of family prefix_base,
- * whose items must all have one kind and differ in their labels (empty
- * values dropped: tally__export_parse_labels); a family's help the first
- * one given among its items. kinds_in NULL: the vector's kinds
- * (TALLY_VEC_ITEM_GAUGE). O(n): families and series are looked up by
- * hash. Returns 0, or -EINVAL / -ENOMEM with e's message set and nothing
- * left allocated in fams.
+ * The families of a source's items into fams (room for it->n; *nfam set):
+ * hidden items left out; an item named "base{labels}" (names[i], else
+ * item<N>) a series of family prefix_base at column i, whose items must
+ * all have one kind and differ in their labels (empty values dropped:
+ * tally__export_parse_labels; none named own_label); a family's help the
+ * first one given among its items, else it->what. O(n): families and
+ * series are looked up by hash. Returns 0, or -EINVAL / -ENOMEM with e's
+ * message set and nothing left allocated in fams.
  */
-static inline int tally__export_vec_families(struct tally_export *e,
-					     struct tally__export_family *fams, unsigned *nfam,
-					     unsigned char *kinds, const char *prefix,
-					     const struct tally_vec *v, const char *const *names,
-					     const char *const *helps,
-					     const unsigned char *kinds_in)
+static inline int tally__export_item_families(struct tally_export *e,
+					      struct tally__export_family *fams, unsigned *nfam,
+					      const char *prefix,
+					      const struct tally__export_items *it)
 {
-	unsigned i, j, nf = 0, n = tally_vec_nr_items(v), *slot;
+	unsigned i, j, nf = 0, n = it->n, *slot;
 	struct tally__export_vec_index x;
 	size_t cap = 16;
 	int err = 0;
@@ -267,23 +277,28 @@ static inline int tally__export_vec_families(struct tally_export *e,
 		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	for (i = 0; i < n && !err; i++) {
 		char num[16], *base, *fam, *labels;
-		const char *nm = names ? names[i] : tally_vec_item_name(v, i);
-		const char *help = helps && tally__export_help_given(helps[i]) ? helps[i] : NULL;
+		const char *nm = it->names[i], *l;
+		const char *help = it->helps && tally__export_help_given(it->helps[i])
+					   ? it->helps[i]
+					   : NULL;
 		size_t blen;
-		unsigned char kind;
+		unsigned char kind = it->kinds[i];
 		bool dropped;
-		if (kinds_in)
-			kind = kinds_in[i];
-		else
-			kind = (tally_vec_item_flags(v, i) & TALLY_VEC_ITEM_GAUGE)
-				       ? (unsigned char)TALLY_EXPORT_GAUGE
-				       : (unsigned char)TALLY_EXPORT_COUNTER;
-		kinds[i] = kind;
-		if (tally_vec_item_flags(v, i) & TALLY_VEC_ITEM_HIDDEN)
+		if (it->hidden && it->hidden[i])
 			continue;
 		if (!nm)
 			nm = tally__export_item_name(num, i);
 		err = tally__export_parse_labels(e, nm, i, &blen, &labels, &dropped);
+		if (err)
+			break;
+		for (l = labels; it->own_label && l && *l; l += strlen(l) + 1, l += strlen(l) + 1)
+			if (!strcmp(l, it->own_label)) {
+				free(labels);
+				err = tally__export_fail(e, -EINVAL, "item %u's name '%s': ", nm, i);
+				tally__export_fail_more(e, "its label name is the source's own "
+							   "(a tree's group path)");
+				break;
+			}
 		if (err)
 			break;
 		base = (char *)malloc(blen + 1);
@@ -302,10 +317,20 @@ static inline int tally__export_vec_families(struct tally_export *e,
 		err = tally__export_check_name(e, fam);
 		if (err) {
 			/* Say which item, and where its name comes from. */
-			char more[96];
-			strcpy(more, names ? " [names[" : " [vector item ");
+			char more[128];
+			strcpy(more, it->given ? " [names[" : " [");
+			if (!it->given) {
+				strcat(more, it->owner);
+				strcat(more, " ");
+			}
 			tally__export_utoa(more + strlen(more), i);
-			strcat(more, names ? "]]" : ": rename it with tally_vec_set_item_name()]");
+			if (it->given) {
+				strcat(more, "]]");
+			} else {
+				strcat(more, ": rename it with ");
+				strcat(more, it->rename);
+				strcat(more, "()]");
+			}
 			tally__export_fail_more(e, more);
 			free(fam);
 			free(labels);
@@ -374,7 +399,7 @@ static inline int tally__export_vec_families(struct tally_export *e,
 		*tally__export_vec_ser_slot(&x, j, labels) = i + 1;
 	}
 	for (j = 0; j < nf && !err; j++)
-		if (!fams[j].help && !(fams[j].help = tally__export_strdup("tally vector item")))
+		if (!fams[j].help && !(fams[j].help = tally__export_strdup(it->what)))
 			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	free(x.fam);
 	free(x.ser);
