@@ -159,17 +159,25 @@ TALLY__INLINE tally_sword tally__to_signed(tally_uword u)
 #define tally__cas_rel(p, oldp, v)                                             \
 	__atomic_compare_exchange_n((p), (oldp), (v), 0, __ATOMIC_RELEASE,     \
 				    __ATOMIC_RELAXED)
-/* A full fence (smp_mb()). gcc >= 12 warns (-Wtsan) that ThreadSanitizer
- * does not model fences; the fence still runs, and tally orders only
- * atomic accesses with it (nothing TSan could report), so say nothing. */
+/* A fence of memory order mo (__ATOMIC_ACQUIRE, _RELEASE, _SEQ_CST).
+ * gcc >= 12 warns (-Wtsan) that ThreadSanitizer does not model fences;
+ * the fence still runs, and tally orders only atomic accesses with one
+ * (nothing TSan could report), so say nothing. */
 #if TALLY__TSAN && !defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12
-#  define tally__fence()                                                       \
+#  define tally__thread_fence(mo)                                              \
 	do {                                                                   \
 		_Pragma("GCC diagnostic push")                                 \
 		_Pragma("GCC diagnostic ignored \"-Wtsan\"")                   \
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);                       \
+		__atomic_thread_fence(mo);                                     \
 		_Pragma("GCC diagnostic pop")                                  \
 	} while (0)
+#else
+#  define tally__thread_fence(mo) __atomic_thread_fence(mo)
+#endif
+
+/* A full fence (smp_mb()). */
+#if TALLY__TSAN && !defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12
+#  define tally__fence() tally__thread_fence(__ATOMIC_SEQ_CST)
 #elif !TALLY__TSAN && defined(__x86_64__)
 /* x86: a locked RMW orders every earlier load and store before every later
  * one, as mfence does for the write-back memory tally uses, at a fraction

@@ -143,7 +143,7 @@ static inline unsigned tally__hist_read_bank(const struct tally_hist *h, unsigne
 		}
 		/* acquire: pairs with a big record's release fence, so started
 		 * counts every big record whose add the passes saw */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		tally__thread_fence(__ATOMIC_ACQUIRE);
 		/* Modulo 2^63: the rseq format's done keeps its count in 63
 		 * bits. */
 		if (((total - done) << 1) == 0 && !big_busy &&

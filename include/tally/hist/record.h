@@ -290,7 +290,7 @@ TALLY__COLD int tally__hist_record_big(struct tally_hist *h, int64_t v, uint32_t
 	if (tally__bad(v < 0))
 		return -EINVAL;
 	__atomic_fetch_add(&h->tally__big[0], 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	tally__thread_fence(__ATOMIC_RELEASE);
 	act = tally__load(&h->tally__act); /* relaxed: as in tally__hist_record_other() */
 	tally__hist_record_atomic(h,
 				  tally__hist_half_off(tally__hist_pos_slow(&h->tally__l, (uint64_t)v),
