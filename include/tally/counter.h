@@ -126,10 +126,13 @@ struct tally_counter {
 	tally_sword tally__bound;   /* tally_counter_error_bound() */
 	tally_uword *tally__top;    /* what read() loads: the shared count, or the tree's top */
 	tally_uword tally__adj;     /* tree: fold_all's correction of read (flat: 0) */
-	struct tally__pcpu tally__pcpu;   /* per slot: w, never reset */
-	struct tally__pcpu tally__bases;  /* flat: per slot: base, w up to the last fold; CAS only */
+	struct tally__pcpu tally__pcpu;   /* per slot: w, never reset; tracked (written bound) */
 	struct tally__pcpu tally__shared; /* one word: the shared count, or the tree's top */
-	struct tally__counter_tree tally__tree; /* levels 0: a flat counter */
+	/* levels 0: a flat counter, whose nodes object holds per slot the
+	 * base (w up to the last fold; CAS only) in the cold arena; else the
+	 * tree's nodes. A base or node is written only for a slot whose w was
+	 * (or for the shared slot): their free uses w's written bound. */
+	struct tally__counter_tree tally__tree;
 	unsigned tally__setting; /* set/reset lock: 1 while one runs */
 };
 
@@ -140,7 +143,7 @@ TALLY__INLINE tally_uword *tally__counter_w(const struct tally_counter *c, unsig
 
 TALLY__INLINE tally_uword *tally__counter_base(const struct tally_counter *c, unsigned s)
 {
-	return (tally_uword *)tally__pcpu_at(&c->tally__bases, s, 0);
+	return (tally_uword *)tally__pcpu_at(&c->tally__tree.nodes, s, 0); /* flat: the bases */
 }
 
 /* The shared count (see above). */
@@ -224,10 +227,10 @@ static inline int tally_counter_init_tree(struct tally_counter *c, tally_sword i
 	if (tally__bad(tally__tree_layout(&t, tally__nr_cpu_slots(), batch, &bound) != 0))
 		return -EINVAL;
 	memset(&t.nodes, 0, sizeof(t.nodes)); /* freed below if its allocation fails */
-	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(tally_uword)); /* w only */
+	err = tally__pcpu_alloc_tracked(&c->tally__pcpu, sizeof(tally_uword), TALLY__ARENA_HOT);
 	if (err)
 		return err;
-	err = tally__pcpu_alloc_kind(&t.nodes, t.levels * sizeof(tally_uword), TALLY__ARENA_NODES);
+	err = tally__pcpu_alloc_tracked(&t.nodes, t.levels * sizeof(tally_uword), TALLY__ARENA_NODES);
 	if (!err)
 		err = tally__pcpu_alloc_kind(&c->tally__shared, sizeof(tally_uword),
 					     TALLY__ARENA_SHARED); /* the top */
@@ -236,7 +239,6 @@ static inline int tally_counter_init_tree(struct tally_counter *c, tally_sword i
 		tally__pcpu_free(&c->tally__pcpu);
 		return err;
 	}
-	memset(&c->tally__bases, 0, sizeof(c->tally__bases)); /* flat only */
 	c->tally__tree = t;
 	c->tally__top = tally__counter_count(c);
 	if (initial) /* else leave the shared arena's page untouched */
@@ -280,17 +282,17 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 		return tally_counter_init_tree(c, initial, 0);
 	batch = batch ? tally__pow2_ceil(batch) : tally_counter_default_batch();
 	/* c may hold garbage: a failure below frees only what it allocated */
-	memset(&c->tally__bases, 0, sizeof(c->tally__bases));
+	memset(&c->tally__tree, 0, sizeof(c->tally__tree)); /* flat: levels 0 */
 	memset(&c->tally__shared, 0, sizeof(c->tally__shared));
-	err = tally__pcpu_alloc(&c->tally__pcpu, sizeof(tally_uword));
+	err = tally__pcpu_alloc_tracked(&c->tally__pcpu, sizeof(tally_uword), TALLY__ARENA_HOT);
 	if (err)
 		return err;
-	err = tally__pcpu_alloc_kind(&c->tally__bases, sizeof(tally_uword), TALLY__ARENA_COLD);
+	err = tally__pcpu_alloc_tracked(&c->tally__tree.nodes, sizeof(tally_uword), TALLY__ARENA_COLD);
 	if (!err)
 		err = tally__pcpu_alloc_kind(&c->tally__shared, sizeof(tally_uword),
 					     TALLY__ARENA_SHARED);
 	if (err) {
-		tally__pcpu_free(&c->tally__bases);
+		tally__pcpu_free(&c->tally__tree.nodes);
 		tally__pcpu_free(&c->tally__pcpu);
 		return err;
 	}
@@ -303,19 +305,27 @@ static inline int tally_counter_init(struct tally_counter *c, tally_sword initia
 	c->tally__low = (tally_uword)batch - 1u;
 	c->tally__bound = batch * 2 * (tally_sword)tally__pcpu_slots(&c->tally__pcpu);
 	c->tally__adj = 0;
-	memset(&c->tally__tree, 0, sizeof(c->tally__tree));
 	return 0;
 }
 
 /** tally_counter_destroy - free c's per-CPU area. NULL is a no-op.
- * Not concurrent with any other call on c. */
+ * Not concurrent with any other call on c. Visits (and zeroes for reuse)
+ * only the slots an add wrote and the shared slot: O(CPUs that added). */
 static inline void tally_counter_destroy(struct tally_counter *c)
 {
+	unsigned lim;
 	if (!c)
 		return;
+	lim = tally__pcpu_lim(&c->tally__pcpu);
 	tally__pcpu_free(&c->tally__pcpu);
-	tally__pcpu_free(&c->tally__bases);
 	tally__pcpu_free(&c->tally__shared);
+	/* A base is written by a fold of its slot, a slot below lim or the
+	 * shared one; a node k of a tree by a carry from a slot s >= k (k =
+	 * s mod n_1, mod n_2, ...), or from the shared slot (node 0). */
+	if (c->tally__tree.levels && !lim)
+		lim = 1;
+	if (c->tally__tree.nodes.chunk && lim > c->tally__tree.nodes.lim)
+		__atomic_store_n(&c->tally__tree.nodes.lim, lim, __ATOMIC_RELAXED);
 	tally__pcpu_free(&c->tally__tree.nodes);
 }
 
@@ -454,7 +464,7 @@ TALLY__INLINE tally_uword tally_counter_read_monotonic(const struct tally_counte
  * it wraps at 2^W, and tally_delta() of two samples is exactly the events
  * between them while fewer than 2^W happened. An exact value: no
  * TALLY_MONOTONIC_BIAS. Contract as tally_counter_sum (wait-free, O(CPU
- * slots), any thread). NULL c: 0.
+ * slots that added), any thread). NULL c: 0.
  */
 static inline tally_uword tally_counter_sum_monotonic(const struct tally_counter *c)
 {
@@ -467,8 +477,10 @@ static inline tally_uword tally_counter_sum_monotonic(const struct tally_counter
 
 /**
  * tally_counter_sum - the exact value: initial plus every completed add.
- * Wait-free (one relaxed load per CPU slot); any thread, beside any call
- * but init/destroy. With adds running it returns initial plus a set of
+ * Wait-free: one relaxed load per CPU slot that has added to c (below its
+ * written bound, tally/pcpu.h) and one for the shared slot, so with many
+ * slots and few CPUs a sum costs the CPUs that added, not the slots there
+ * are. Any thread, beside any call but init/destroy. With adds running it returns initial plus a set of
  * adds that includes every add completed before the call and none that
  * started after it returned. Modular in 2^W.
  */
@@ -504,8 +516,11 @@ static inline void tally_counter_fold_all(struct tally_counter *c)
 		tally__store(&c->tally__adj, (tally_uword)r);
 		return;
 	}
-	n = tally__pcpu_slots(&c->tally__pcpu);
-	for (s = 0; s < n; s++)
+	/* The slots an add wrote, and the shared slot: a base moves only
+	 * where its w did. */
+	n = tally__pcpu_lim(&c->tally__pcpu);
+	for (s = tally__pcpu_first(&c->tally__pcpu, n); s <= c->tally__pcpu.nr;
+	     s = tally__pcpu_next(&c->tally__pcpu, s, n))
 		tally__counter_fold_slot(c, s, 1);
 }
 

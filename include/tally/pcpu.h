@@ -20,6 +20,27 @@
  * Readers (sums, flushes) load each word once with a relaxed atomic load;
  * a word is never reset, so a reader sees a value that some prefix of the
  * adds produced.
+ *
+ * The written bound (lim). Most of an object's CPU slots are never written
+ * where the slots outnumber the CPUs that run (TALLY_CPU_SLOTS, or the
+ * possible CPUs of a VM against its online ones), and a read of such a
+ * slot's region maps the shared zero page at another address: 1-9 us a
+ * read on a VM (issue 30), for a slot that holds nothing. So an object
+ * allocated with tally__pcpu_alloc_tracked() keeps lim: every CPU slot
+ * that may have been written is below it (0 at allocation). A writer
+ * raises it (tally__pcpu_raise(): atomic max, to slot + 1, never past nr)
+ * before its first write to a slot at or above it; the rseq section's
+ * slot check compares the CPU with lim instead of with nr (the same
+ * instruction, TALLY__RSEQ_LIM_CHECK), and a CPU at or above lim leaves
+ * the section for the out-of-line path, which raises lim and goes back
+ * in. Readers and the free visit the slots below lim and the shared slot
+ * (tally__pcpu_first() / tally__pcpu_next()), so a read costs the slots
+ * written, not the slots there are. Exact: an add that happened before a
+ * read loaded lim > s before it wrote slot s; lim only grows, so the
+ * read's later load of lim (coherence) is > s too and the read visits s.
+ * An add racing with the read may be missed, as it may be today.
+ * Untracked objects (tally__pcpu_alloc(), _alloc_kind(): writers that do
+ * not raise lim) get lim = nr: every slot is visited, as before.
  */
 #ifndef TALLY_PCPU_H
 #define TALLY_PCPU_H
@@ -46,7 +67,57 @@ struct tally__pcpu {
 	struct tally__arena_chunk *chunk; /* NULL: not allocated */
 	unsigned nr;    /* CPU slots; slot nr is the shared slot (0: one region) */
 	unsigned shift; /* log2 of the distance between slots */
+	/* The written bound: no CPU slot >= lim has been written (<= nr).
+	 * Raised with an atomic max (tally__pcpu_raise), loaded acquire by
+	 * readers, relaxed by writers' checks; nr if untracked. */
+	unsigned lim;
 };
+
+/* The written bound, for a reader (acquire: a reader's loads of the slots
+ * come after it; what makes a read exact is coherence, see above). */
+TALLY__INLINE unsigned tally__pcpu_lim(const struct tally__pcpu *p)
+{
+	return __atomic_load_n(&p->lim, __ATOMIC_ACQUIRE);
+}
+
+/* The first and the next slot a reader of p visits, lim its written bound
+ * (tally__pcpu_lim()): 0 .. lim - 1, then the shared slot nr; past it,
+ * nr + 1. A loop over them:
+ *   unsigned s, lim = tally__pcpu_lim(p);
+ *   for (s = tally__pcpu_first(p, lim); s <= p->nr; s = tally__pcpu_next(p, s, lim))
+ */
+TALLY__INLINE unsigned tally__pcpu_first(const struct tally__pcpu *p, unsigned lim)
+{
+	return lim ? 0u : p->nr;
+}
+
+TALLY__INLINE unsigned tally__pcpu_next(const struct tally__pcpu *p, unsigned s, unsigned lim)
+{
+	return s + 1u < lim ? s + 1u : s < p->nr ? p->nr : p->nr + 1u;
+}
+
+/*
+ * tally__pcpu_raise - make p's written bound cover CPU slot s (< nr)
+ * before a write to it: an atomic max of lim to s + 1. Lock-free (the CAS
+ * fails only when another raise moved lim; each retry sees lim closer to
+ * or past s + 1). Relaxed: what orders it before the write is program
+ * order on the writer, and a reader needs only coherence (see above).
+ */
+TALLY__COLD void tally__pcpu_raise(const struct tally__pcpu *p, unsigned s)
+{
+	unsigned *lim = (unsigned *)&p->lim; /* mutable: the written bound */
+	unsigned old = __atomic_load_n(lim, __ATOMIC_RELAXED);
+	while (old <= s &&
+	       !__atomic_compare_exchange_n(lim, &old, s + 1u, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* Make lim cover slot s if it does not yet (the atomic paths' check). */
+TALLY__INLINE void tally__pcpu_cover(const struct tally__pcpu *p, unsigned s)
+{
+	if (tally__unlikely(s >= __atomic_load_n(&p->lim, __ATOMIC_RELAXED)) && s < p->nr)
+		tally__pcpu_raise(p, s);
+}
 
 /*
  * tally__pcpu_alloc_kind - a zeroed object of size bytes per slot in this
@@ -66,7 +137,24 @@ static inline int tally__pcpu_alloc_kind(struct tally__pcpu *p, size_t size, uns
 	p->chunk = c;
 	p->nr = c->arena->regions - 1u;
 	p->shift = c->shift;
+	p->lim = p->nr; /* untracked: every slot may be written */
 	return 0;
+}
+
+/*
+ * tally__pcpu_alloc_tracked - tally__pcpu_alloc_kind() for an object whose
+ * every writer raises its written bound (tally__pcpu_add*(), or
+ * tally__pcpu_cover() / tally__pcpu_raise() before an atomic on a CPU
+ * slot): lim starts at 0, and reads and the free visit only the slots
+ * written (see the top of this file). Its space is zero in every slot,
+ * the ones >= lim included (the free zeroed every slot it wrote).
+ */
+static inline int tally__pcpu_alloc_tracked(struct tally__pcpu *p, size_t size, unsigned kind)
+{
+	int err = tally__pcpu_alloc_kind(p, size, kind);
+	if (!err)
+		p->lim = 0;
+	return err;
 }
 
 /* Allocate a zeroed per-CPU area of size bytes per slot in the hot arena.
@@ -76,18 +164,21 @@ static inline int tally__pcpu_alloc(struct tally__pcpu *p, size_t size)
 	return tally__pcpu_alloc_kind(p, size, TALLY__ARENA_HOT);
 }
 
-/* Free p's object (its space zeroed for reuse). Not allocated (zeroed
- * struct, or freed): a no-op. */
+/* Free p's object (its space zeroed for reuse: the slots below its
+ * written bound and the shared slot, the only ones written). Not
+ * allocated (zeroed struct, or freed): a no-op. Not concurrent with
+ * writers of p. */
 static inline void tally__pcpu_free(struct tally__pcpu *p)
 {
 	if (!p->chunk)
 		return;
-	tally__arena_free(p->chunk, (size_t)(p->base - p->chunk->map));
+	tally__arena_free(p->chunk, (size_t)(p->base - p->chunk->map), tally__pcpu_lim(p));
 	p->base = NULL;
 	p->chunk = NULL;
 }
 
-/* Number of slots to visit when summing: every CPU plus the shared slot. */
+/* Number of slots to visit when summing an untracked object: every CPU
+ * plus the shared slot (a tracked one: tally__pcpu_first/next). */
 TALLY__INLINE unsigned tally__pcpu_slots(const struct tally__pcpu *p)
 {
 	return p->nr + 1u;
@@ -143,9 +234,28 @@ TALLY__COLD struct tally__pcpu_added tally__pcpu_add_atomic(const struct tally__
 	struct tally__pcpu_added r;
 	unsigned s;
 #if TALLY__HAVE_RSEQ
-	s = tally__rseq_registered() ? p->nr : tally__cpu() % p->nr;
+	if (tally__rseq_registered()) {
+		/* The section left: a CPU at or above the written bound (raise
+		 * it and go back in: plain adds and atomics must never meet on
+		 * a CPU slot's word), or one past the slots or no registration
+		 * for this thread (the shared slot). Each time round needs a
+		 * migration to a CPU above the bound. */
+		int cpu;
+		while ((cpu = tally__rseq_cpu()) >= 0 && (unsigned)cpu < p->nr) {
+			tally__pcpu_raise(p, (unsigned)cpu);
+			if (tally__rseq_add(p->base + off, p->shift,
+					    __atomic_load_n(&p->lim, __ATOMIC_RELAXED), d, &r.nv,
+					    &r.word))
+				return r;
+		}
+		s = p->nr;
+	} else {
+		s = tally__cpu() % p->nr;
+		tally__pcpu_cover(p, s);
+	}
 #else
 	s = tally__cpu() % p->nr;
+	tally__pcpu_cover(p, s);
 #endif
 	r.word = (tally_uword *)tally__pcpu_at(p, s, off);
 	r.nv = tally__add(r.word, d);
@@ -168,7 +278,8 @@ TALLY__INLINE tally_uword tally__pcpu_add_word(const struct tally__pcpu *p, size
 #if TALLY__HAVE_RSEQ
 	tally_uword nv, *w;
 	struct tally__pcpu_added r;
-	if (tally__likely(tally__rseq_add(p->base + off, p->shift, p->nr, d, &nv, &w))) {
+	if (tally__likely(tally__rseq_add(p->base + off, p->shift,
+					  __atomic_load_n(&p->lim, __ATOMIC_RELAXED), d, &nv, &w))) {
 		*word = w;
 		return nv;
 	}
@@ -177,6 +288,7 @@ TALLY__INLINE tally_uword tally__pcpu_add_word(const struct tally__pcpu *p, size
 	return r.nv;
 #else
 	unsigned s = tally__cpu() % p->nr;
+	tally__pcpu_cover(p, s);
 	*word = (tally_uword *)tally__pcpu_at(p, s, off);
 	return tally__add(*word, d);
 #endif
@@ -195,7 +307,9 @@ TALLY__INLINE tally_uword tally__pcpu_add_small(const struct tally__pcpu *p, siz
 #if TALLY__HAVE_RSEQ
 	tally_uword nv, *w;
 	struct tally__pcpu_added r;
-	if (tally__likely(tally__rseq_add_small(p->base + off, p->nr, d, &nv, &w))) {
+	if (tally__likely(tally__rseq_add_small(p->base + off,
+						__atomic_load_n(&p->lim, __ATOMIC_RELAXED), d, &nv,
+						&w))) {
 		*word = w;
 		return nv;
 	}
@@ -306,14 +420,15 @@ TALLY__INLINE unsigned tally__pcpu_fold(const tally_uword *w, tally_uword *base,
 	}
 }
 
-/* Modular sum over all slots of the word at offset off (relaxed loads). */
+/* Modular sum over the slots of the word at offset off (relaxed loads):
+ * those below the written bound and the shared slot. */
 TALLY__INLINE tally_uword tally__pcpu_sum(const struct tally__pcpu *p, size_t off)
 {
 	tally_uword sum = 0;
-	unsigned s, n = tally__pcpu_slots(p);
-	for (s = 0; s < n; s++)
+	unsigned s, lim = tally__pcpu_lim(p);
+	for (s = 0; s < lim; s++)
 		sum += tally__load((const tally_uword *)tally__pcpu_at(p, s, off));
-	return sum;
+	return sum + tally__load((const tally_uword *)tally__pcpu_at(p, p->nr, off));
 }
 
 #ifdef __cplusplus

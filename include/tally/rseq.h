@@ -106,7 +106,9 @@ TALLY__INLINE int tally__rseq_cpu(void)
 #    define TALLY__RSEQ_RM "rm"
 #  endif
 /*
- * The section's check of the CPU number it read from cpu_id (in register
+ * The check of a section on an untracked object (every slot visited by
+ * readers: tally/pcpu.h's written bound is nr; the histogram's and the
+ * group's sections) of the CPU number it read from cpu_id (in register
  * reg), leaving to label for a thread with no registration or a CPU past
  * the slots. With slots detected (TALLY_CPU_SLOTS 0), nr covers every CPU
  * id the kernel can report (tally__nr_cpu_slots(): the possible CPUs, or
@@ -124,6 +126,16 @@ TALLY__INLINE int tally__rseq_cpu(void)
 #    define TALLY__RSEQ_CPU_CHECK(reg, label) "testl " reg ", " reg "\n\t" "js " label "\n\t"
 #    define TALLY__RSEQ_NR(nr) [nr] "i"(0)
 #  endif
+/*
+ * The check of tally__rseq_add()'s section: the CPU number against the
+ * object's written bound lim (tally/pcpu.h), unsigned, so one compare
+ * leaves for a thread with no registration (negative cpu_id), a CPU past
+ * the slots (lim <= nr) and a CPU whose slot the object has not recorded
+ * as written yet; the out-of-line path tells them apart. With slots
+ * detected this costs a compare with lim where the sign test needed no
+ * operand (bench/RESULTS.md, "Reads that cost what was written").
+ */
+#  define TALLY__RSEQ_LIM_CHECK(reg, label) "cmpl %[lim], " reg "\n\t" "jae " label "\n\t"
 /* The section of tally__rseq_add(), with the shift of the CPU number as
  * an instruction and its operand: by a constant, or by %cl. */
 #  define TALLY__RSEQ_ADD_ASM(shl, shift_operand)                                             \
@@ -138,7 +150,7 @@ TALLY__INLINE int tally__rseq_cpu(void)
 		     "movq %q[addr], %%fs:%c[cs](%[rs])\n\t"                                   \
 		     "1:\n\t"                                                                  \
 		     "movl %%fs:%c[id](%[rs]), %k[addr]\n\t"                                   \
-		     TALLY__RSEQ_CPU_CHECK("%k[addr]", "5f")                                   \
+		     TALLY__RSEQ_LIM_CHECK("%k[addr]", "5f")                                   \
 		     shl                                                                       \
 		     "addq %[p], %q[addr]\n\t"                                                 \
 		     "mov (%q[addr]), %[nv]\n\t"                                               \
@@ -155,7 +167,7 @@ TALLY__INLINE int tally__rseq_cpu(void)
 		     ".previous\n\t"                                                           \
 		     : [addr] "=&r"(addr), [nv] "=&r"(nv)                                      \
 		     : [rs] "r"(__rseq_offset), [cs] "i"(offsetof(struct rseq, rseq_cs)),      \
-		       [id] "i"(offsetof(struct rseq, cpu_id)), TALLY__RSEQ_NR(nr),            \
+		       [id] "i"(offsetof(struct rseq, cpu_id)), [lim] TALLY__RSEQ_RM(lim),     \
 		       shift_operand, [p] TALLY__RSEQ_RM(p), [d] "re"(d), [sig] "i"(RSEQ_SIG)  \
 		     : "memory", "cc"                                                          \
 		     : fallback)
@@ -168,23 +180,24 @@ TALLY__INLINE int tally__rseq_cpu(void)
  * Returns true with the word's new value in *newval and its address in
  * *word (the slot number, (word - p) >> shift, is left to the slow paths
  * that want it).
- * Returns false, having changed nothing, when the caller must use an
- * atomic RMW instead: this thread has no registration, or its CPU number
- * is >= nr (a CPU beyond the slots counted at allocation: TALLY_CPU_SLOTS
- * may count fewer). One test decides both (TALLY__RSEQ_CPU_CHECK): the
- * section reads cpu_id, which the kernel keeps equal to cpu_id_start (the
- * current CPU) for a registered thread inside a section (a migration
- * aborts the section), and which holds RSEQ_CPU_ID_UNINITIALIZED (-1) or
- * RSEQ_CPU_ID_REGISTRATION_FAILED (-2) for a thread that has none (glibc
- * registered nothing: valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0):
- * negative as signed, >= nr as unsigned. With detected slots every CPU id
- * is below nr, so the sign decides; with TALLY_CPU_SLOTS set, an unsigned
- * compare with nr. So the fast path needs no load of __rseq_size (nor of
- * nr, with detected slots): an unregistered thread stores to its rseq_cs
- * field (user space's, ignored by a kernel that has no registration for
- * it), fails the test and leaves; the caller's fallback reads __rseq_size
- * to choose its slot.
- *
+ * Returns false, having changed nothing, when the caller must take its
+ * out-of-line path: this thread has no registration, or its CPU number is
+ * >= lim, the object's written bound (tally/pcpu.h; at most nr, so a CPU
+ * beyond the slots counted at allocation, which TALLY_CPU_SLOTS may make
+ * fewer, leaves too). One unsigned compare decides all three
+ * (TALLY__RSEQ_LIM_CHECK): the section reads cpu_id, which the kernel
+ * keeps equal to cpu_id_start (the current CPU) for a registered thread
+ * inside a section (a migration aborts the section), and which holds
+ * RSEQ_CPU_ID_UNINITIALIZED (-1) or RSEQ_CPU_ID_REGISTRATION_FAILED (-2)
+ * for a thread that has none (glibc registered nothing: valgrind,
+ * GLIBC_TUNABLES=glibc.pthread.rseq=0): >= lim as unsigned. So the fast
+ * path needs no load of __rseq_size: an unregistered thread stores to its
+ * rseq_cs field (user space's, ignored by a kernel that has no
+ * registration for it), fails the test and leaves; the caller's fallback
+ * reads __rseq_size, raises lim for a CPU below nr and comes back, or
+ * chooses the shared slot. lim may be a value loaded before the section:
+ * it only grows, so a stale one can only send the thread out and back.
+
  * The section, in the kernel's terms: start_ip at 1, post_commit_ip at 2,
  * abort_ip at 4 (preceded by glibc's RSEQ_SIG, 0x0f 0xb9 0x3d then the
  * 4 signature bytes, so the bytes decode as ud1). Preemption, migration or
@@ -196,22 +209,24 @@ TALLY__INLINE int tally__rseq_cpu(void)
  * taken is straight-line code.
  *
  * The instructions, and why each is there (the caller's loads of
- * __rseq_offset, p, shift and nr aside, which the compiler hoists or folds
+ * __rseq_offset, p, shift and lim aside, which the compiler hoists or folds
  * where it can):
  *   lea desc; mov -> rseq_cs   arm the section: what makes it restartable
  *   mov cpu_id -> addr         which slot
- *   test; js (or cmp nr; jae)  no registration (or a CPU past the slots):
- *                              never write past the regions
+ *   cmp lim; jae               no registration, a CPU past the slots, or
+ *                              a slot not yet in the written bound: never
+ *                              write past the regions, nor where a reader
+ *                              would not look
  *   shl; add p                 the slot's address: no multiply, no table
  *                              (the slot number, wanted only on slow
  *                              paths, is computed there from the address)
  *   mov; add; mov              the update (its new value is what the
  *                              counter's carry check reads)
- * Ten with four loads (rseq_cs's descriptor is an address, not a load:
- * cpu_id, p, the word; nr only with TALLY_CPU_SLOTS), against a bare
- * add's eleven with four (librseq's rseq_load_add_store__ptr keeps the
- * CPU in a register of its own and compares cpu_id with a CPU read before
- * the section, where this tests the sign); with
+ * Ten with five loads (rseq_cs's descriptor is an address, not a load:
+ * cpu_id, p, lim, the word), against a bare add's eleven with four
+ * (librseq's rseq_load_add_store__ptr keeps the CPU in a register of its
+ * own and compares cpu_id with a CPU read before the section, where this
+ * compares it with lim; lim sits beside p in the object); with
  * TALLY_RSEQ_CLEAR_CS one store more: rseq_cs = 0.
  *
  * rseq_cs after the section: the kernel reads the descriptor it points to
@@ -244,11 +259,10 @@ TALLY__INLINE int tally__rseq_cpu(void)
  * see the accesses inside the asm: ThreadSanitizer checks the atomic path
  * through the TALLY_PCPU_MODE=1 builds of the stress programs.
  */
-TALLY__INLINE bool tally__rseq_add(unsigned char *p, unsigned shift, unsigned nr, tally_uword d,
+TALLY__INLINE bool tally__rseq_add(unsigned char *p, unsigned shift, unsigned lim, tally_uword d,
 				   tally_uword *newval, tally_uword **word)
 {
 	tally_uword *addr, nv;
-	(void)nr; /* read by the section only with TALLY_CPU_SLOTS */
 	TALLY__RSEQ_ADD_ASM("shlq %%cl, %q[addr]\n\t", [shift] "c"(shift));
 	*newval = nv;
 	*word = addr;
@@ -260,11 +274,10 @@ fallback:
 /* tally__rseq_add() for an object of at most 2^TALLY_PCPU_REGION_SHIFT
  * bytes per slot, whose chunk's shift is that constant (the arena
  * guarantees it): a shift by an immediate, one load fewer. */
-TALLY__INLINE bool tally__rseq_add_small(unsigned char *p, unsigned nr, tally_uword d,
+TALLY__INLINE bool tally__rseq_add_small(unsigned char *p, unsigned lim, tally_uword d,
 					 tally_uword *newval, tally_uword **word)
 {
 	tally_uword *addr, nv;
-	(void)nr; /* read by the section only with TALLY_CPU_SLOTS */
 	TALLY__RSEQ_ADD_ASM("shlq %[shift], %q[addr]\n\t", [shift] "i"(TALLY_PCPU_REGION_SHIFT));
 	*newval = nv;
 	*word = addr;

@@ -139,12 +139,16 @@ static inline int tally__tree_layout(struct tally__counter_tree *t, unsigned n, 
 		return -EINVAL;
 	e = 1 + ((tally_sword)n + 1) * (b - 1);
 	for (l = 0; l < t->levels; l++) {
+		tally_sword share;
 		nodes = tally__tree_up(nodes);
 		if (unit > TALLY_SWORD_MAX / 8 / (tally_sword)nodes)
 			return -EINVAL;
-		e += (tally_sword)nodes * 7 * unit; /* b_l - b_(l-1) = 7 * b_(l-1) */
-		if (e < 0 || e > TALLY_SWORD_MAX / 2)
+		share = (tally_sword)nodes * 7 * unit; /* b_l - b_(l-1) = 7 * b_(l-1) */
+		/* e + share <= TALLY_SWORD_MAX / 2, tested without forming the
+		 * sum (a signed overflow; e <= TALLY_SWORD_MAX here). */
+		if (e > TALLY_SWORD_MAX / 2 || share > TALLY_SWORD_MAX / 2 - e)
 			return -EINVAL;
+		e += share;
 		unit *= 8;
 	}
 	*bound = e;

@@ -19,7 +19,9 @@
  * a CPU that never touched an object's page costs nothing, whatever the
  * number of slots (reading such a page maps the shared zero page). The
  * kernel populates every possible CPU's unit; librseq's pools are
- * populated per CPU too. Freed space is zeroed again (whole pages returned
+ * populated per CPU too. Reads and frees of a tracked object visit only
+ * the regions below its written bound (tally/pcpu.h), so they never map
+ * the zero page into a region no slot wrote. Freed space is zeroed again (whole pages returned
  * to the system with MADV_DONTNEED, partial ones cleared only where
  * non-zero, so an untouched page stays untouched), so every allocation
  * starts zeroed. fork(): the child keeps the mappings, copy-on-write; the
@@ -63,7 +65,9 @@
  * Allocation: first fit in a per-chunk bitmap of 8-byte granules (objects
  * of 16 bytes or more 16-byte aligned), under the arena's lock; a chunk is
  * added when none fits, and an allocated object never moves. Free clears
- * the bits and zeroes the object in every region; an empty chunk other
+ * the bits and zeroes the object in every region its owner may have
+ * written (below the object's written bound, tally/pcpu.h, and the shared
+ * slot's: never reading a region no slot wrote); an empty chunk other
  * than the arena's first is unmapped.
  *
  * Each translation unit has its own four arenas (a header-only library has
@@ -418,17 +422,37 @@ static inline int tally__arena_alloc(unsigned kind, size_t size, struct tally__a
 	return 0;
 }
 
-/* Free the allocation at off of chunk c: zero it in every region, and
- * unmap c if it is empty and not its arena's first. Takes the lock. */
-static inline void tally__arena_free(struct tally__arena_chunk *c, size_t off)
+/* Free the allocation at off of chunk c: zero it in the regions below
+ * lim (the object's written bound, tally/pcpu.h: no region at or above it
+ * was written) and in the last (the shared slot's), and unmap c if it is
+ * empty and not its arena's first. Takes the lock. Regions are
+ * 2^c->shift apart: an object larger than a default region is in a chunk
+ * of larger ones. */
+static inline void tally__arena_free(struct tally__arena_chunk *c, size_t off, unsigned lim)
 {
 	struct tally__arena *a = c->arena;
 	size_t i = off / TALLY__ARENA_GRANULE, n = 1;
-	unsigned r;
+	unsigned r, last = a->regions - 1u;
 	pthread_mutex_lock(&a->lock);
 	while (!tally__arena_bit(c->ends, i + n - 1))
 		n++;
-	for (r = 0; r < a->regions; r++)
+#if TALLY_DEBUG
+	/* Nothing was written above the bound (a writer that skipped
+	 * tally__pcpu_raise() would leave a dirty object to the next owner).
+	 * Debug builds read every region here: no longer what was written. */
+	{
+		unsigned char dirty = 0;
+		for (r = lim; r < last; r++) {
+			const unsigned char *q = c->map + ((size_t)r << c->shift) + off;
+			size_t k;
+			for (k = 0; k < n * TALLY__ARENA_GRANULE; k++)
+				dirty |= q[k];
+		}
+		assert(!dirty && "tally: a slot above the written bound was written");
+		(void)dirty;
+	}
+#endif
+	for (r = lim ? 0u : last; r <= last; r = r + 1u < lim ? r + 1u : r < last ? last : last + 1u)
 		tally__arena_zero(c, c->map + ((size_t)r << c->shift) + off,
 				  n * TALLY__ARENA_GRANULE);
 	tally__arena_set_bits(c->used, i, n, 0);
