@@ -22,7 +22,12 @@
  *     tally_group) and <tally/export_rstat.h> (trees through an
  *     exporter); link liburcu-memb (CMake target tally::rstat, pkg-config
  *     module tally-rstat);
- *   - <tally/export_hist.h>, histograms through an exporter.
+ *   - <tally/export_hist.h>, histograms through an exporter;
+ *   - <tally/serve.h>, the /metrics server (libmicrohttpd: CMake target
+ *     tally::serve, pkg-config module tally-serve);
+ *   - <tally/ref.h>, per-CPU reference counts (tally_ref);
+ *   - <tally/shm.h>, counters shared by processes through a region;
+ *   - <tally/utf8.h>, the UTF-8 check the exporter uses.
  */
 #ifndef TALLY_TALLY_H
 #define TALLY_TALLY_H
