@@ -110,8 +110,10 @@ struct tally__export_hist {
 	double scale;
 	unsigned *edges;
 	unsigned nr_edges;
-	struct tally_export_hist_opts o; /* as given (bounds not kept) */
 };
+
+/* The help of a family added with none. */
+#define TALLY__EXPORT_HIST_HELP "tally histogram"
 
 /* The shortest %g form of v that reads back as v. */
 static inline void tally__export_put_double(struct tally__export_sink *k, double v)
@@ -261,6 +263,23 @@ static inline int tally__export_hist_edges(const struct tally__hist_layout *l,
 			edges[n++] = j;
 	}
 	return (int)(cap ? tally__export_hist_thin(edges, n, cap) : n);
+}
+
+/* Would h (the family's buckets) added with o export x's le set? */
+static inline int tally__export_hist_same_edges(const struct tally__export_hist *x,
+						const struct tally_hist *h,
+						const struct tally_export_hist_opts *o)
+{
+	unsigned *edges = (unsigned *)malloc(tally_hist_buckets(h) * sizeof(unsigned));
+	const char *why = NULL;
+	int n, same;
+	if (!edges)
+		return 0;
+	n = tally__export_hist_edges(&h->tally__l, o, edges, &why);
+	same = n >= 0 && (unsigned)n == x->nr_edges &&
+	       (!n || memcmp(edges, x->edges, (size_t)n * sizeof(unsigned)) == 0);
+	free(edges);
+	return same;
 }
 
 static inline int tally__export_collect_hist(struct tally_export *e,
@@ -476,7 +495,7 @@ static inline int tally_export_add_hist(struct tally_export *e, const char *name
 					const char *help, struct tally_hist *h,
 					const struct tally_export_hist_opts *o)
 {
-	static const struct tally_export_hist_opts none; /* all zero: the defaults */
+	static const struct tally_export_hist_opts none = {0, 0, NULL, 0}; /* the defaults */
 	struct tally__export_source s;
 	struct tally__export_family f;
 	struct tally__export_hist *x;
@@ -523,17 +542,14 @@ static inline int tally_export_add_hist(struct tally_export *e, const char *name
 			why = "is registered, and not as a histogram";
 		else if (!tally__hist_layout_eq(&h->tally__l, &x->m[0].h->tally__l))
 			why = "has histograms with other buckets (tally_hist_opts)";
-		else if (scale != x->scale || o->max_buckets != x->o.max_buckets ||
-			 o->nr_bounds != x->o.nr_bounds ||
-			 (o->nr_bounds && memcmp(o->bounds, x->o.bounds,
-						 o->nr_bounds * sizeof(uint64_t))))
-			why = "was added with other tally_export_hist_opts";
+		else if (scale != x->scale || !tally__export_hist_same_edges(x, h, o))
+			why = "was added with other tally_export_hist_opts (scale or le bounds)";
 		for (c = 0; !why && c < g->nr_cols; c++)
 			if (tally__export_labels_eq(g->col_labels[c], labels))
 				why = "already has a histogram with these labels (empty values "
 				      "dropped)";
-		if (!why && tally__export_help_given(help) && strcmp(help, g->help) &&
-		    strncmp(g->help, "tally histogram", 16))
+		if (!why && tally__export_help_given(help) && strcmp(help, g->help) != 0 &&
+		    strcmp(g->help, TALLY__EXPORT_HIST_HELP) != 0)
 			why = "has another help text (tally_export_set_help() changes it)";
 		if (why) {
 			free(labels);
@@ -543,7 +559,7 @@ static inline int tally_export_add_hist(struct tally_export *e, const char *name
 			return err;
 		}
 		free(base);
-		if (tally__export_help_given(help) && strcmp(help, g->help)) {
+		if (tally__export_help_given(help) && strcmp(help, g->help) != 0) {
 			char *d = tally__export_strdup(help);
 			if (!d) {
 				free(labels);
@@ -581,7 +597,6 @@ static inline int tally_export_add_hist(struct tally_export *e, const char *name
 	}
 	x->nr_edges = (unsigned)n;
 	x->scale = scale;
-	x->o = *o;
 	s.obj = h;
 	s.nr_items = 1;
 	s.collect = tally__export_collect_hist;
@@ -590,7 +605,7 @@ static inline int tally_export_add_hist(struct tally_export *e, const char *name
 	s.priv = x;
 	f.name = base;
 	f.help = tally__export_help_given(help) ? tally__export_strdup(help)
-						: tally__export_join("tally histogram", NULL, NULL);
+						: tally__export_strdup(TALLY__EXPORT_HIST_HELP);
 	f.kind = TALLY_EXPORT_COUNTER; /* unused: the source writes its family */
 	f.in_stat = 1;
 	if (tally__export_hist_join(x, &f, h, labels)) {

@@ -618,7 +618,7 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 		*h = one[i];
 		*l = one[i];
 		l->name = tally__export_join(one[i].name, NULL, "_local");
-		l->help = tally__export_strdup(one[i].help);
+		l->help = one[i].help ? tally__export_strdup(one[i].help) : NULL;
 		l->in_stat = 0;
 		l->cols = NULL;
 		l->col_labels = NULL;

@@ -146,7 +146,7 @@ static inline void tally__ref_fence(void)
 	    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0)) {
 		/* The words can no longer be summed safely: nothing correct
 		 * is left to do. */
-		fputs("tally_ref_kill: membarrier(PRIVATE_EXPEDITED_RSEQ) failed\n", stderr);
+		(void)fputs("tally_ref_kill: membarrier(PRIVATE_EXPEDITED_RSEQ) failed\n", stderr);
 		abort();
 	}
 }
