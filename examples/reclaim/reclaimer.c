@@ -125,7 +125,7 @@ static void shrink_inactive_list(struct reclaimer *rc, struct lruvec *lv, int ty
 {
 	const struct model_config *cfg = rc->m->cfg;
 	struct folio *iso[NR_SCAN];
-	unsigned char dest[NR_SCAN];
+	unsigned char dest[NR_SCAN] = {0}; /* gcc 12 -O3 cannot see n <= NR_SCAN */
 	unsigned n, nr_reclaimed = 0, nr_pageout = 0;
 	n = isolate(rc, lv, lru_of(type, 0), SITE_ISOLATE, iso);
 	/* Like memory.max: folios are freed only while the leaf is above its

@@ -4,6 +4,10 @@
  * consistent memory (the word/dirty-bit barrier pairs are bitmap.pml's
  * subject); here the question is who moves which delta, and when.
  *
+ * The mod here is the one before issue 29, which refused a group whose
+ * destroy it could see (-EINVAL); the mod that counts on a dying group,
+ * a chain of them and the destroy's retire are modelled in dying.pml.
+ *
  * One group g (one CPU slot) under a parent. Its word (never reset), prev
  * (what flushes already handed to the parent), and its dirty bit (the leaf
  * bit of bitmap.pml: set by mod, taken by a drain).

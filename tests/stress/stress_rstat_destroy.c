@@ -10,8 +10,8 @@
  * a small table (NSLOTS), published with release stores. Threads:
  *   - NUSERS users (registered with urcu-memb), pinned to one CPU where
  *     the machine has two: inside a read-side section, load a slot's
- *     group and update it (counted only if tally_group_mod() returned 0;
- *     -EINVAL is the only other answer allowed, for a destroyed group),
+ *     group and update it (tally_group_mod() must return 0, destroyed
+ *     group or not: its delta then goes to the nearest live ancestor),
  *     read it, flush it (forced, thresholded, ratelimited), walk a
  *     permanent group's children (tally_group_for_each_child) and update
  *     and read each child met, or create a child under it (refused with
@@ -104,21 +104,17 @@ static tally_sword delta_for(struct harness_rng *r, unsigned item)
 }
 
 /* Update g (a child of perm[p] that may be destroyed meanwhile) and count
- * the delta if the update took effect. */
+ * the delta: the update counts whether or not g is destroyed by now. */
 static void update_child(struct user *u, struct tally_group *g, int p, struct harness_rng *r)
 {
 	unsigned item = (unsigned)harness_range(r, 0, NITEMS - 1);
 	tally_sword d = delta_for(r, item);
 	int err = tally_group_mod(g, item, d);
-	if (err == 0) {
-		u->below[p][item] += U(d);
-		if (item == GROW)
-			publish(u, p);
-		u->ok++;
-	} else {
-		CHECK(err == -EINVAL, "mod of a live or destroyed group returned %d", err);
-		u->rejected++;
-	}
+	CHECK(err == 0, "mod of a live or destroyed group returned %d", err);
+	u->below[p][item] += U(d);
+	if (item == GROW)
+		publish(u, p);
+	u->ok++;
 }
 
 struct walk_arg {
@@ -384,8 +380,8 @@ static void run_phase(double secs, int with_checker)
 		children += us[k].children;
 	}
 	printf("stress_rstat_destroy: %s: %.1f s, users on CPU %d, destroyer on CPU %d, %llu "
-	       "destroys, %llu updates of short-lived groups taken, %llu calls rejected "
-	       "(destroyed), %llu child visits, %llu flushes, %llu children created and destroyed "
+	       "destroys, %llu updates of short-lived groups, %llu creates refused "
+	       "(parent destroyed), %llu child visits, %llu flushes, %llu children created and destroyed "
 	       "by users\n",
 	       with_checker ? "with the checker" : "no ancestor flushes", secs, user_cpu,
 	       destroyer_cpu, nr_destroys, ok, rejected, walks, flushes, children);

@@ -76,6 +76,56 @@ static inline void tally__rstat_hand_over_slot(struct tally_tree *t, struct tall
 }
 
 /*
+ * Destroy's one flush of g (alive, no live children, not the root):
+ * every slot's delta since its last flush (word - prev) into g's local
+ * and state and into its parent's pending, g's pending into its state and
+ * the parent's pending, then g out of every slot's updated tree (O(1)
+ * each: a group's updated children are live groups, and g has none). The
+ * parent is linked on slot 0 if anything moved, so its next flush takes
+ * it. No drain: O(slots * items), whatever else the tree holds; g's dirty
+ * bits stay as they are, and a drain that later finds one set hands
+ * over what came since (tally__rstat_drain_all_settled(): the word -
+ * prev of a group that is dead by then). Flush lock held, before g is
+ * marked dead.
+ */
+static inline void tally__rstat_retire(struct tally_tree *t, struct tally_group *g)
+{
+	struct tally_group *p = g->tally__links.parent;
+	unsigned s, i, n = g->tally__nr_items;
+	int any = 0;
+	/* An owed membarrier() before the word loads (BARRIER_F). */
+	tally__rstat_barrier_flush(t);
+	for (s = 0; s < t->tally__ids.nr_slots; s++) {
+		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
+		for (i = 0; i < n; i++) {
+			tally_uword v = tally__load(tally__rstat_word(t, c, i));
+			tally_uword *prev = tally__rstat_prev(t, c, i), d;
+			if (v == *prev)
+				continue;
+			d = v - *prev;
+			*prev = v;
+			tally__store(&g->tally__local[i], g->tally__local[i] + d);
+			tally__store(&g->tally__state[i], g->tally__state[i] + d);
+			p->tally__pending[i] += d;
+			any = 1;
+		}
+		if (c->upd_next)
+			tally__rstat_unlink(g, s);
+	}
+	for (i = 0; i < n; i++) {
+		tally_uword d = g->tally__pending[i];
+		if (!d)
+			continue;
+		g->tally__pending[i] = 0;
+		tally__store(&g->tally__state[i], g->tally__state[i] + d);
+		p->tally__pending[i] += d;
+		any = 1;
+	}
+	if (any)
+		tally__rstat_link(p, 0);
+}
+
+/*
  * Drain every slot; then hand over every slot's delta of each destroyed
  * group whose bit the drain cleared (updates that raced with its
  * destroy), so that, as for a live group, such an update is reflected by

@@ -2,10 +2,13 @@
  * @file
  * tally/rstat/lifetime.h - creating and destroying trees and groups for
  * tally/rstat.h (private; include <tally/rstat.h>): allocation, group ids,
- * the O(1) unlink of a destroyed group, its deferred free through the
- * tree's RCU flavor (call_rcu()) with the late hand-over of its counts,
- * and the reference counts that keep destroyed ancestors allocated while
- * a destroyed child may still hand over to them.
+ * the O(1) unlink of a destroyed group (after its retire, one flush of the
+ * group alone: tally__rstat_retire()), its deferred free through the
+ * tree's RCU flavor (call_rcu()) with the late hand-over of its counts
+ * (updates on a dying group count until then: rstat.h, "Destroy" under
+ * Memory ordering), and the reference counts that keep destroyed
+ * ancestors allocated while a destroyed child may still hand over to
+ * them or an update on it walks up through them.
  *
  * Everything that changes the tree runs under the flush lock.
  */
@@ -251,11 +254,13 @@ static inline struct tally_group *tally__rstat_group_create(struct tally_group *
 static inline void tally__rstat_destroy_locked(struct tally_tree *t, struct tally_group *g)
 {
 	struct tally_group *p = g->tally__links.parent, *prev, *next;
-	/* Everything so far into p's pending; g leaves every updated tree. */
-	tally__rstat_flush_locked(t, g);
-	tally__rstat_hand_over(t, g, p);
+	/* Everything so far into p's pending (one flush of g, no drain);
+	 * g leaves every updated tree. */
+	tally__rstat_retire(t, g);
 	/* From here on drains hand g's later deltas to its nearest live
-	 * ancestor (tally__rstat_drain_all_settled()). */
+	 * ancestor (tally__rstat_drain_all_settled()), and so does the
+	 * deferred free (tally__rstat_late_hand_over()); updates on g go on
+	 * (tally__rstat_mod_dying()). */
 	tally__store(&g->tally__fast_items, 0u);
 	tally__store(&g->tally__dead, 1);
 	/* RCU unlink, O(1): walkers already at g go on from its next. */
