@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# A real Prometheus scraping `tallystat --serve` while prefork's workers are
+# killed (SIGKILL) and restarted: a throwaway server on loopback (temporary
+# config and storage, 1 s scrape interval) scrapes the reader, which runs
+# outside the workers and attaches the region read-only. prefork (4
+# workers, 6 s, started once Prometheus has scraped the empty region) kills a worker every 0.1 to 0.3 s, usually in a
+# request (holding the per-process gauge inflight_requests +1), and starts
+# another; it never kills one between an add and its acknowledgement (see
+# prefork.c), so what the workers acknowledged is exact. Once the workers
+# have stopped and a later scrape has landed, Prometheus must hold, for
+# every series, exactly what the workers acknowledged (the labelled
+# families requests_total and requests_by_latency_total, response_bytes_total,
+# and inflight_requests 0); no counter reset in any counter series over the
+# run (resets() == 0: restarts never move a shared count back); the
+# per-process gauge within [0, workers] at every scrape (a dead worker's +1
+# left the sum with it: a shared gauge would have climbed by one per kill
+# in a request); and promtool finds the page clean. Stops everything it
+# started. About 15 s.
+# Usage: test_prometheus.sh TALLYSTAT PREFORK
+. "$(dirname "$0")/../exporter/common.sh"
+need prometheus promtool curl jq
+tallystat=$1 prefork=$2
+workers=4
+region=$tmp/region
+
+"$prefork" -k 200 -s 300 -e "$tmp/want" -w "$tmp/go" "$region" $workers 6 >"$tmp/prefork.out" 2>"$tmp/prefork.log" &
+fpid=$!
+pids+=($fpid)
+for i in $(seq 100); do [ -s "$region" ] && break; sleep 0.05; done
+[ -s "$region" ] || fail "prefork made no region"
+
+: >"$tmp/serve.log"
+"$tallystat" --serve 127.0.0.1:0 "$region" 2>>"$tmp/serve.log" &
+pids+=($!)
+port=
+for i in $(seq 100); do
+  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve.log")
+  [ -n "$port" ] && break
+  kill -0 "${pids[-1]}" 2>/dev/null || { cat "$tmp/serve.log"; fail "tallystat --serve exited"; }
+  sleep 0.1
+done
+[ -n "$port" ] || fail "tallystat printed no 'listening on' line"
+
+mkdir -p "$tmp/data"
+cat >"$tmp/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: tally
+    static_configs:
+      - targets: ['127.0.0.1:$port']
+YML
+ok=0
+for try in 1 2 3 4 5; do
+  pport=$((20000 + RANDOM % 20000))
+  prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
+    --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
+  ppid=$!
+  pids+=($ppid)
+  for i in $(seq 100); do
+    if curl -sf --max-time 1 "http://127.0.0.1:$pport/-/ready" >/dev/null 2>&1; then ok=1; break; fi
+    kill -0 $ppid 2>/dev/null || break
+    sleep 0.1
+  done
+  [ $ok = 1 ] && break
+  kill $ppid 2>/dev/null || true
+done
+[ $ok = 1 ] || { cat "$tmp/prometheus.log"; fail "prometheus did not start"; }
+echo "prometheus on 127.0.0.1:$pport, tallystat on 127.0.0.1:$port"
+
+api=http://127.0.0.1:$pport/api/v1/query
+query() { curl -sf --max-time 2 --data-urlencode "query=$1" "$api"; }
+
+# The workers start once Prometheus has scraped the empty region.
+for i in $(seq 200); do
+  [ "$(query 'up{job="tally"}' | jq -r '.data.result[0].value[1] // "none"' || echo none)" = 1 ] && break
+  sleep 0.1
+done
+touch "$tmp/go"
+wait $fpid || { cat "$tmp/prefork.log"; fail "prefork failed"; }
+cat "$tmp/prefork.log"
+kills=$(sed -n 's/.*quiesced: \([0-9]*\) kills.*/\1/p' "$tmp/prefork.log")
+[ "${kills:-0}" -ge 10 ] || fail "only ${kills:-0} workers killed"
+n=$(wc -l <"$tmp/want")
+
+labels='def labels: [.metric | to_entries[] |
+    select(.key != "__name__" and .key != "job" and .key != "instance") |
+    "\(.key)=\"\(.value)\""] | sort | if length > 0 then "{" + join(",") + "}" else "" end;'
+got() {
+  query '{__name__=~"requests_total|requests_by_latency_total|response_bytes_total|inflight_requests",job="tally"}' |
+    jq -r "$labels"' .data.result[] | (.metric.__name__) + labels + " " + .value[1]' | sort
+}
+deadline=$((SECONDS + 20))
+while :; do
+  up=$(query 'up{job="tally"}' | jq -r '.data.result[0].value[1] // "none"' || echo none)
+  got >"$tmp/got" || true
+  if [ "$up" = 1 ] && cmp -s "$tmp/want" "$tmp/got"; then break; fi
+  if [ $SECONDS -ge $deadline ]; then
+    echo "up = $up"
+    diff "$tmp/want" "$tmp/got" | head -20 || true
+    tail -5 "$tmp/prometheus.log"
+    fail "Prometheus's samples never matched what the workers acknowledged"
+  fi
+  sleep 1
+done
+echo "ok: up == 1; all $n series in Prometheus equal what the workers acknowledged, across $kills kills and restarts"
+
+t_last=$(query 'timestamp(response_bytes_total{job="tally"})' | jq -r '.data.result[0].value[1]')
+query_at() { curl -sf --max-time 2 --data-urlencode "query=$1" --data-urlencode "time=$t_last" "$api"; }
+nscr=$(query_at 'count_over_time(response_bytes_total{job="tally"}[5m])' | jq -r '.data.result[0].value[1] // 0')
+[ "$nscr" -ge 6 ] || fail "only $nscr scrapes"
+moving=$(query_at 'changes(response_bytes_total{job="tally"}[5m])' | jq -r '.data.result[0].value[1] // 0')
+[ "$moving" -ge 4 ] || fail "only $moving scrapes saw the workers' counts move"
+for f in requests_total requests_by_latency_total response_bytes_total; do
+  r=$(query_at "max(resets($f{job=\"tally\"}[5m]))" "$t_last" | jq -r '.data.result[0].value[1]')
+  [ "$r" = 0 ] || fail "Prometheus saw $r counter resets in $f"
+done
+echo "ok: no counter resets in 3 families over $nscr scrapes ($moving while the workers ran)"
+
+lo=$(query_at 'min_over_time(inflight_requests{job="tally"}[5m])' | jq -r '.data.result[0].value[1]')
+hi=$(query_at 'max_over_time(inflight_requests{job="tally"}[5m])' | jq -r '.data.result[0].value[1]')
+awk -v lo="$lo" -v hi="$hi" -v w=$workers 'BEGIN { exit !(lo != "" && lo >= 0 && hi <= w && hi > 0) }' ||
+  fail "inflight_requests went outside [0, $workers] (or stayed 0): min $lo, max $hi"
+meta=$(curl -sf --max-time 2 "http://127.0.0.1:$pport/api/v1/metadata?metric=inflight_requests" |
+  jq -r '.data.inflight_requests[0].type // "none"')
+[ "$meta" = gauge ] || fail "inflight_requests is not a gauge ($meta)"
+echo "ok: inflight_requests (per-process) in [$lo, $hi] over the run, $kills workers killed, 0 now"
+
+curl -sf --max-time 2 "http://127.0.0.1:$port/metrics" >"$tmp/page"
+promtool check metrics <"$tmp/page" || fail "promtool check metrics"
+echo "PASS: Prometheus scraping tallystat --serve, workers killed and restarted"
