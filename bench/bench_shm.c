@@ -14,6 +14,12 @@
  *                              (lock xadd: nginx's stub_status counters)
  *   shm_add/proc_gauge         tally_shm_proc_add(g, 1): the process's own
  *                              row (a relaxed atomic add its threads share)
+ *   shm_add/file_per_process   Python prometheus_client's multiprocess mode
+ *                              in C: each writer adds to its own value in
+ *                              its own mmap'd file (a double, load and
+ *                              store: no atomics, nobody else writes it);
+ *                              each thread stands for a process, with a
+ *                              file of its own
  *   shm_read/snapshot          tally_shm_snapshot() of 100,000 counters,
  *                              each written by 64 forked processes (checked:
  *                              every counter is 64 x its number)
@@ -23,6 +29,18 @@
  *   shm_read/register          tally_shm_export_add() of those 100,000
  *                              objects into a fresh exporter (tallystat's
  *                              start, and a new object's rebuild)
+ *   shm_read/files_merge       the file-per-process reader of the same
+ *                              data: 64 files (one per writer process) of
+ *                              100,000 values, each entry its key and a
+ *                              double as prometheus_client's mmap files
+ *                              hold them; a scrape opens, maps and walks
+ *                              every file and merges the values by key into
+ *                              one table (prometheus_client's
+ *                              MultiProcessCollector; checked exact)
+ *   shm_read/files_sum         the least any file-per-process reader does:
+ *                              the same 64 files opened, mapped and summed
+ *                              position by position (as if every process
+ *                              had the same keys in the same order)
  *   shm_attach/open_ro         tally_shm_open_ro() + tally_shm_close()
  *   shm_attach/open_rw         tally_shm_open() of an existing region +
  *                              tally_shm_close()
@@ -38,9 +56,14 @@
 #include <tally/shm.h>
 #include <tally/shm/export.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define UNROLL 8
 #define BIG 100000u
@@ -73,8 +96,105 @@ static uint64_t adds(const struct cbench_state *s)
 	return cbench_iterations(s) * UNROLL * (uint64_t)cbench_nthreads(s);
 }
 
+/* ---- a file per process (prometheus_client's multiprocess mode) --------------- */
+/*
+ * A file of prometheus_client's mmap_dict format: 8 bytes (uint32 bytes
+ * used, padding), then entries appended at first use: uint32 key length,
+ * the key (its JSON: metric, sample name, labels, help), padded so the
+ * values are 8-aligned, then the value and a timestamp (doubles). Only
+ * its process writes it; a reader walks every file's entries.
+ */
+#define PF_MAX_THREADS 64
+#define PF_ENTRY_MAX 128
+
+struct pf_file {
+	unsigned char *m;
+	size_t cap, used;
+};
+
+/* Append key's entry with value v; the value's address, or NULL. */
+static double *pf_append(struct pf_file *f, const char *key, double v)
+{
+	uint32_t len = (uint32_t)strlen(key);
+	size_t pad = (8 - (4 + len) % 8) % 8, sz = 4 + len + pad + 16;
+	double t = 0;
+	unsigned char *e;
+	if (f->used + sz > f->cap)
+		return NULL;
+	e = f->m + f->used;
+	memcpy(e, &len, 4);
+	memcpy(e + 4, key, len);
+	memset(e + 4 + len, ' ', pad);
+	memcpy(e + 4 + len + pad, &v, 8);
+	memcpy(e + 4 + len + pad + 8, &t, 8);
+	f->used += sz;
+	memcpy(f->m, &(uint32_t){(uint32_t)f->used}, 4);
+	return (double *)(void *)(e + 4 + len + pad);
+}
+
+/* Create and map the file at p with room for cap bytes. */
+static int pf_create(struct pf_file *f, const char *p, size_t cap)
+{
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	void *m;
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)cap)) {
+		close(fd);
+		return -1;
+	}
+	m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -1;
+	f->m = (unsigned char *)m;
+	f->cap = cap;
+	f->used = 8;
+	memcpy(f->m, &(uint32_t){8}, 4);
+	return 0;
+}
+
+static void pf_key(char *k, size_t n, const char *name)
+{
+	snprintf(k, n, "[\"%s\", \"%s_total\", {}, \"\"]", name, name);
+}
+
+/* The writers' files of the add benchmark: one per thread. */
+static struct pf_file pf_w[PF_MAX_THREADS];
+static volatile double *pf_val[PF_MAX_THREADS];
+static double pf_before[PF_MAX_THREADS];
+static int pf_nw;
+
+static int pf_setup(int threads)
+{
+	char p[320], k[PF_ENTRY_MAX];
+	if (threads > PF_MAX_THREADS || region_get())
+		return -1;
+	for (; pf_nw < threads; pf_nw++) {
+		snprintf(p, sizeof(p), "%s/counter_%d.db", dir, pf_nw);
+		if (pf_create(&pf_w[pf_nw], p, 1 << 20))
+			return -1;
+		pf_key(k, sizeof(k), "bench_file");
+		pf_val[pf_nw] = pf_append(&pf_w[pf_nw], k, 0);
+		if (!pf_val[pf_nw])
+			return -1;
+	}
+	for (int t = 0; t < pf_nw; t++)
+		pf_before[t] = *pf_val[t];
+	return 0;
+}
+
+/* What the writers added since pf_setup(). */
+static double pf_total(void)
+{
+	double sum = 0;
+	for (int t = 0; t < pf_nw; t++)
+		sum += *pf_val[t] - pf_before[t];
+	return sum;
+}
+
 /* ---- the adds ----------------------------------------------------------------- */
-enum { W_COUNTER, W_SHM, W_ATOMIC, W_PROC };
+enum { W_COUNTER, W_SHM, W_ATOMIC, W_PROC, W_FILE };
 static struct tally_counter ctr;
 static struct tally_shm_counter shc, atomic_c;
 static tally_uword *atomic_word;
@@ -101,10 +221,12 @@ static int add_setup(struct cbench_state *s, void *arg)
 						       ((size_t)atomic_c.tally__nr
 							<< atomic_c.tally__shift));
 		before = tally_shm_sum(&atomic_c);
-	} else {
+	} else if (w == W_PROC) {
 		if (tally_shm_proc_gauge(region, "bench_proc", &pg))
 			return -1;
 		before = (tally_uword)tally_shm_proc_mine(&pg);
+	} else {
+		return pf_setup(cbench_nthreads(s));
 	}
 	return 0;
 }
@@ -116,6 +238,10 @@ static void add_teardown(struct cbench_state *s, void *arg)
 	if (w == W_COUNTER) {
 		cbench_check(s, (uint64_t)tally_counter_sum(&ctr) == adds(s), "counter not exact");
 		tally_counter_destroy(&ctr);
+		return;
+	}
+	if (w == W_FILE) {
+		cbench_check(s, pf_total() == (double)adds(s), "file values not exact");
 		return;
 	}
 	got = w == W_SHM      ? tally_shm_sum(&shc)
@@ -143,10 +269,16 @@ static void add_body(struct cbench_state *s, void *arg)
 				for (j = 0; j < UNROLL; j++)
 					__atomic_fetch_add(atomic_word, (tally_uword)1,
 							   __ATOMIC_RELAXED);
-		} else {
+		} else if (w == W_PROC) {
 			for (i = 0; i < n; i++)
 				for (j = 0; j < UNROLL; j++)
 					tally_shm_proc_add(&pg, 1);
+		} else {
+			/* the writer's own value in its own file */
+			volatile double *v = pf_val[cbench_thread_index(s)];
+			for (i = 0; i < n; i++)
+				for (j = 0; j < UNROLL; j++)
+					*v += 1.0;
 		}
 	}
 	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
@@ -281,6 +413,214 @@ static void render_body(struct cbench_state *s, void *arg)
 	cbench_items(s, (int64_t)(cbench_iterations(s) * BIG));
 }
 
+/* ---- the file-per-process reader: 64 files of 100,000 values ------------------- */
+static char files_dir[320];
+static int files_made;
+
+/* 64 processes, each writing its own file: value i for key c<i>. */
+static int files_get(void)
+{
+	int p;
+	if (files_made)
+		return files_made > 0 ? 0 : -1;
+	files_made = -1;
+	if (region_get())
+		return -1;
+	snprintf(files_dir, sizeof(files_dir), "%s/files", dir);
+	if (mkdir(files_dir, 0700))
+		return -1;
+	for (p = 0; p < WRITERS; p++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			struct pf_file f;
+			char fp[400], k[PF_ENTRY_MAX], nm[32];
+			snprintf(fp, sizeof(fp), "%s/counter_%d.db", files_dir, (int)getpid());
+			if (pf_create(&f, fp, (size_t)BIG * 64 + 4096))
+				_exit(3);
+			for (unsigned i = 0; i < BIG; i++) {
+				snprintf(nm, sizeof(nm), "c%u", i);
+				pf_key(k, sizeof(k), nm);
+				if (!pf_append(&f, k, (double)i))
+					_exit(3);
+			}
+			/* the file's length is what it used (as written) */
+			if (truncate(fp, (off_t)f.used))
+				_exit(3);
+			_exit(0);
+		}
+		if (pid < 0)
+			return -1;
+	}
+	for (p = 0; p < WRITERS; p++) {
+		int st = 0;
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			return -1;
+	}
+	files_made = 1;
+	return 0;
+}
+
+/* The merge's table: key -> sum, built afresh per scrape (open addressing;
+ * keys copied, as a collector's dict keeps them). */
+#define PF_TAB (1u << 18)
+struct pf_slot {
+	uint64_t h;
+	uint32_t off, len; /* the key in pf_keys; len 0: empty */
+	double sum;
+};
+static struct pf_slot *pf_tab;
+static char *pf_keys;
+static size_t pf_keys_used, pf_keys_cap;
+static unsigned pf_n;
+
+static void pf_merge(const unsigned char *k, uint32_t len, double v)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ k[i]) * 0x100000001b3ull;
+	h ^= h >> 33; /* FNV's low bits see only low bits: mix (murmur3's fmix64) */
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	for (uint32_t i = (uint32_t)h & (PF_TAB - 1);; i = (i + 1) & (PF_TAB - 1)) {
+		struct pf_slot *sl = &pf_tab[i];
+		if (!sl->len) {
+			if (pf_keys_used + len > pf_keys_cap) {
+				pf_keys_cap = 2 * pf_keys_cap + len;
+				pf_keys = (char *)realloc(pf_keys, pf_keys_cap);
+				if (!pf_keys)
+					abort();
+			}
+			memcpy(pf_keys + pf_keys_used, k, len);
+			sl->h = h;
+			sl->off = (uint32_t)pf_keys_used;
+			sl->len = len;
+			sl->sum = v;
+			pf_keys_used += len;
+			pf_n++;
+			return;
+		}
+		if (sl->h == h && sl->len == len && !memcmp(pf_keys + sl->off, k, len)) {
+			sl->sum += v;
+			return;
+		}
+	}
+}
+
+/* One scrape: every file in files_dir opened, mapped, walked; merged by
+ * key into pf_tab, or summed by position into sums[] (merge = 0). The
+ * number of files read, or -1. */
+static int pf_scrape(int merge, double *sums)
+{
+	DIR *d = opendir(files_dir);
+	struct dirent *de;
+	int files = 0;
+	if (!d)
+		return -1;
+	if (merge) {
+		memset(pf_tab, 0, PF_TAB * sizeof(*pf_tab));
+		pf_keys_used = 0;
+		pf_n = 0;
+	} else {
+		memset(sums, 0, BIG * sizeof(*sums));
+	}
+	while ((de = readdir(d))) {
+		char fp[700];
+		struct stat sb;
+		const unsigned char *m;
+		uint32_t used, len;
+		size_t pos, k = 0;
+		void *mv;
+		int fd;
+		size_t nl = strlen(de->d_name);
+		if (nl < 3 || strcmp(de->d_name + nl - 3, ".db"))
+			continue;
+		snprintf(fp, sizeof(fp), "%s/%s", files_dir, de->d_name);
+		fd = open(fp, O_RDONLY);
+		if (fd < 0 || fstat(fd, &sb) || sb.st_size < 8) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		mv = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (mv == MAP_FAILED)
+			continue;
+		m = (const unsigned char *)mv;
+		memcpy(&used, m, 4);
+		if (used > (uint64_t)sb.st_size)
+			used = (uint32_t)sb.st_size;
+		for (pos = 8; pos + 4 <= used; k++) {
+			double v;
+			size_t pad;
+			memcpy(&len, m + pos, 4);
+			pad = (8 - (4 + len) % 8) % 8;
+			if (pos + 4 + len + pad + 16 > used)
+				break;
+			memcpy(&v, m + pos + 4 + len + pad, 8);
+			if (merge)
+				pf_merge(m + pos + 4, len, v);
+			else if (k < BIG)
+				sums[k] += v;
+			pos += 4 + len + pad + 16;
+		}
+		munmap(mv, (size_t)sb.st_size);
+		files++;
+	}
+	closedir(d);
+	return files;
+}
+
+/* The merged table holds c<i> = 64 i for every i, and nothing else. */
+static int pf_merge_exact(void)
+{
+	unsigned seen = 0;
+	if (pf_n != BIG)
+		return 0;
+	for (uint32_t i = 0; i < PF_TAB; i++) {
+		const struct pf_slot *sl = &pf_tab[i];
+		unsigned long c;
+		if (!sl->len)
+			continue;
+		if (sl->len < 3 || memcmp(pf_keys + sl->off, "[\"c", 3))
+			return 0;
+		c = strtoul(pf_keys + sl->off + 3, NULL, 10);
+		if (c >= BIG || sl->sum != (double)c * WRITERS)
+			return 0;
+		seen++;
+	}
+	return seen == BIG;
+}
+
+static void files_body(struct cbench_state *s, void *arg)
+{
+	int merge = arg != NULL, files = 0, ok = 1;
+	double *sums = NULL;
+	uint64_t n, i;
+	if (files_get() || !(sums = (double *)malloc(BIG * sizeof(*sums))) ||
+	    (!pf_tab && !(pf_tab = (struct pf_slot *)malloc(PF_TAB * sizeof(*pf_tab))))) {
+		cbench_skip(s, "setup");
+		while (cbench_batch(s, &n))
+			;
+		free(sums);
+		return;
+	}
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			if ((files = pf_scrape(merge, sums)) != WRITERS)
+				cbench_skip(s, "scrape failed");
+	if (merge)
+		ok = pf_merge_exact();
+	else
+		for (unsigned j = 0; j < BIG && ok; j++)
+			ok = sums[j] == (double)j * WRITERS;
+	cbench_check(s, ok, "file merge not exact");
+	cbench_counter(s, "files", (double)files, 0);
+	free(sums);
+	cbench_items(s, (int64_t)(cbench_iterations(s) * BIG));
+}
+
 /* ---- attach, detach, find ------------------------------------------------------ */
 static void attach_body(struct cbench_state *s, void *arg)
 {
@@ -329,24 +669,48 @@ static void cleanup(void)
 	tally_shm_close(region);
 	if (path[0])
 		unlink(path);
-	if (big_path[0] && !getenv("BENCH_SHM_KEEP")) {
-		unlink(big_path);
-		rmdir(dir);
+	for (int t = 0; t < pf_nw; t++) {
+		char p[320];
+		munmap(pf_w[t].m, pf_w[t].cap);
+		snprintf(p, sizeof(p), "%s/counter_%d.db", dir, t);
+		unlink(p);
 	}
+	if (files_dir[0]) {
+		DIR *d = opendir(files_dir);
+		struct dirent *de;
+		char p[700];
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] != '.') {
+				snprintf(p, sizeof(p), "%s/%s", files_dir, de->d_name);
+				unlink(p);
+			}
+		if (d)
+			closedir(d);
+		rmdir(files_dir);
+	}
+	free(pf_tab);
+	free(pf_keys);
+	if (big_path[0] && !getenv("BENCH_SHM_KEEP"))
+		unlink(big_path);
+	if (dir[0] && !getenv("BENCH_SHM_KEEP"))
+		rmdir(dir);
 }
 
 CBENCH_INIT(register_shm)
 {
 	static const char *const add_names[] = {"shm_add/counter_add", "shm_add/tally_shm_add",
-						"shm_add/shared_atomic", "shm_add/proc_gauge"};
+						"shm_add/shared_atomic", "shm_add/proc_gauge",
+						"shm_add/file_per_process"};
 	long w;
-	for (w = 0; w < 4; w++)
+	for (w = 0; w < 5; w++)
 		cbench_env_threads(cbench_setup(
 			cbench_register(add_names[w], add_body, (void *)(intptr_t)w), add_setup,
 			add_teardown));
 	cbench_register("shm_read/snapshot", snapshot_body, NULL);
 	cbench_register("shm_read/render_prometheus", render_body, NULL);
 	cbench_register("shm_read/register", render_body, (void *)1);
+	cbench_register("shm_read/files_merge", files_body, (void *)1);
+	cbench_register("shm_read/files_sum", files_body, NULL);
 	cbench_register("shm_attach/open_ro", attach_body, NULL);
 	cbench_register("shm_attach/open_rw", attach_body, (void *)1);
 	cbench_register("shm_object/find", find_body, NULL);

@@ -148,18 +148,28 @@ static inline unsigned *tally__shm_keys_slot(struct tally__shm_keys *k, const ch
 }
 
 /*
- * Which objects of vals[0..n) the exporter takes (hidden[i] = 0), and
- * their kinds; the others counted in *skipped when at or past counted_from
- * (e's error says why for the last). own: e's source for the region
- * being replaced, or -1.
+ * Which objects of vals[0..n) the exporter takes (hidden[i] = 0), their
+ * kinds, and the families they make, into fams (room for n; *nfam set):
+ * an object named base{labels} is a series of family base at column i
+ * (labels with empty values dropped, as tally__export_parse_labels()
+ * gives them); a family of one unlabelled object has no series list,
+ * its value at its column; helps are left to the caller. The same
+ * families tally__export_item_families() builds from these names with
+ * hidden set, in one pass: each name is parsed and checked once, and
+ * nothing is left for that pass to refuse. The others counted in
+ * *skipped when at or past counted_from (e's error says why for the
+ * last). own: e's source for the region being replaced, or -1. On
+ * failure nothing is left allocated in fams.
  */
 static inline int tally__shm_export_pick(struct tally_export *e, const struct tally_shm_value *vals,
 					 size_t n, long own, unsigned char *kinds,
 					 unsigned char *hidden, size_t counted_from,
-					 unsigned *skipped)
+					 unsigned *skipped, struct tally__export_family *fams,
+					 unsigned *nfam)
 {
 	struct tally__shm_keys fk, sk;
 	size_t cap = 16, i;
+	unsigned nf = 0, j;
 	int err = 0;
 	while (cap < 2 * n)
 		cap *= 2;
@@ -203,19 +213,23 @@ static inline int tally__shm_export_pick(struct tally_export *e, const struct ta
 			memcpy(ser, fam, blen + 1);
 			if (labels)
 				memcpy(ser + blen + 1, labels, llen);
-			bad = tally__export_check_name(e, fam);
-			f = bad ? -1 : tally__export_find(e, fam);
-			if (!bad && f >= 0 && (long)e->tally__families[f].source != own)
-				bad = tally__export_fail(e, -EINVAL,
-							 "metric name '%s' is already registered "
-							 "(by another source)",
-							 fam, 0);
-			slot = bad ? NULL : tally__shm_keys_slot(&fk, fam, blen);
-			if (slot && *slot && kinds[*slot - 1] != kinds[i])
+			/* fk: family name -> family + 1 (its first object's kind) */
+			slot = tally__shm_keys_slot(&fk, fam, blen);
+			if (*slot && fams[*slot - 1].kind != kinds[i])
 				bad = tally__export_fail(e, -EINVAL,
 							 "'%s': its family's first object is of "
 							 "another kind",
 							 vals[i].name, 0);
+			/* (a family already taken passed the checks below) */
+			if (!bad && !*slot) {
+				bad = tally__export_check_name(e, fam);
+				f = bad ? -1 : tally__export_find(e, fam);
+				if (!bad && f >= 0 && (long)e->tally__families[f].source != own)
+					bad = tally__export_fail(e, -EINVAL,
+								 "metric name '%s' is already "
+								 "registered (by another source)",
+								 fam, 0);
+			}
 			if (!bad && *tally__shm_keys_slot(&sk, ser, blen + 1 + llen))
 				bad = tally__export_fail(e, -EINVAL,
 							 "'%s': a series its family has already "
@@ -225,15 +239,39 @@ static inline int tally__shm_export_pick(struct tally_export *e, const struct ta
 			if (!bad) {
 				hidden[i] = 0;
 				if (!*slot) {
-					fk.key[i] = fam;
-					fk.key_len[i] = blen;
-					*slot = (unsigned)i + 1;
+					/* A new family: one value at column i, or
+					 * labelled series. */
+					j = nf++;
+					memset(&fams[j], 0, sizeof(fams[j]));
+					fams[j].name = fam;
+					fams[j].kind = kinds[i];
+					fams[j].column = (unsigned)i;
+					fams[j].in_stat = 1;
+					fk.key[j] = fam;
+					fk.key_len[j] = blen;
+					*slot = j + 1;
 					fam = NULL;
+					if (labels)
+						err = tally__export_add_series(&fams[j], (unsigned)i,
+									       labels);
+				} else {
+					j = *slot - 1;
+					if (!fams[j].nr_cols) /* its first, unlabelled */
+						err = tally__export_add_series(
+							&fams[j], fams[j].column, NULL);
+					if (!err)
+						err = tally__export_add_series(&fams[j], (unsigned)i,
+									       labels);
+					else
+						free(labels);
 				}
+				labels = NULL; /* the family's now (freed on failure) */
 				sk.key[i] = ser;
 				sk.key_len[i] = blen + 1 + llen;
 				*tally__shm_keys_slot(&sk, ser, blen + 1 + llen) = (unsigned)i + 1;
 				ser = NULL;
+				if (err)
+					err = tally__export_fail(e, err, "out of memory", NULL, 0);
 			}
 		}
 		free(fam);
@@ -242,16 +280,20 @@ static inline int tally__shm_export_pick(struct tally_export *e, const struct ta
 		if (hidden[i] && i >= counted_from)
 			++*skipped;
 	}
-	for (i = 0; fk.key && i < n; i++)
-		free(fk.key[i]);
 	for (i = 0; sk.key && i < n; i++)
 		free(sk.key[i]);
 	free(fk.slot);
 	free(sk.slot);
-	free(fk.key);
+	free(fk.key); /* (the names are the families') */
 	free(sk.key);
 	free(fk.key_len);
 	free(sk.key_len);
+	if (err) {
+		for (j = 0; j < nf; j++)
+			tally__export_family_free(&fams[j]);
+		nf = 0;
+	}
+	*nfam = nf;
 	return err;
 }
 
@@ -264,9 +306,8 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 	struct tally__export_source s;
 	struct tally__export_family *fams = NULL;
 	struct tally__shm_export *x;
-	const char **names = NULL;
 	unsigned char *hidden = NULL;
-	size_t n = snap->n, i, old_n = 0, m = n ? n : 1;
+	size_t n = snap->n, old_n = 0, m = n ? n : 1;
 	unsigned nfam = 0, j;
 	int err = 0;
 	memset(&s, 0, sizeof(s));
@@ -280,24 +321,16 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 		x->tmp = (struct tally_shm_value *)calloc(m, sizeof(*x->tmp));
 		x->alive = (unsigned char *)calloc(r->tally__lay.proc_cap, 1);
 	}
-	names = (const char **)calloc(m, sizeof(*names));
 	hidden = (unsigned char *)calloc(m, 1);
 	fams = (struct tally__export_family *)calloc(m, sizeof(*fams));
-	if (!x || !s.kinds || !s.series || !s.values || !x->tmp || !x->alive || !names ||
-	    !hidden || !fams)
+	if (!x || !s.kinds || !s.series || !s.values || !x->tmp || !x->alive || !hidden ||
+	    !fams)
 		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	if (!err && own >= 0)
 		old_n = ((const struct tally__shm_export *)e->tally__sources[own].priv)->n;
 	if (!err)
-		err = tally__shm_export_pick(e, snap->v, n, own, s.kinds, hidden, old_n, skipped);
-	for (i = 0; !err && i < n; i++)
-		names[i] = snap->v[i].name;
-	if (!err) {
-		struct tally__export_items it = {(unsigned)n,      names,  1, hidden, s.kinds,
-						 NULL,             "tally shared region object",
-						 "region object", "a new name", NULL};
-		err = tally__export_item_families(e, fams, &nfam, NULL, &it);
-	}
+		err = tally__shm_export_pick(e, snap->v, n, own, s.kinds, hidden, old_n, skipped,
+					     fams, &nfam);
 	/* Helps by kind; a help the replaced source's family had, kept. */
 	for (j = 0; !err && j < nfam; j++) {
 		unsigned k = snap->v[fams[j].column].kind;
@@ -321,7 +354,6 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 		for (j = 0; j < nfam; j++)
 			tally__export_family_free(&fams[j]);
 		free(fams);
-		free((void *)names);
 		free(hidden);
 		tally__export_source_free(&s);
 		return err;
@@ -338,7 +370,6 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 		memcpy(s.series, e->tally__sources[own].series, old_n * sizeof(*s.series));
 		tally__shm_export_drop(e, (unsigned)own);
 	}
-	free((void *)names);
 	free(hidden);
 	if (!nfam) {
 		free(fams);
