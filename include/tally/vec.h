@@ -43,6 +43,11 @@
  * the same per-CPU add as single updates), each with its own base, folded
  * past the item's threshold as mod folds; the CPU's value of the item is
  * w + bank[0] + bank[1], still never reset, and exact sums use that.
+ * The vector is tracked (tally/pcpu.h, the written bound): exact reads,
+ * snapshots, resets, tally_vec_fold and destroy visit only the CPU slots
+ * that have written it (and the shared slot), so "O(CPUs)" below means
+ * the CPUs that updated v, not the slots there are (TALLY_CPU_SLOTS, a
+ * VM's possible CPUs); updates raise the bound off their fast path.
  *
  * The O(1) readers' bound (read, read_monotonic), while updates are
  * quiescent: |global - exact| <= (t + P - 1) * S, S the CPU slots + the

@@ -21,6 +21,16 @@
  * between its store and its loads (tally__vec_cut says why). The update's
  * decrement is a release, so its adds come before the cut's (seq_cst, so
  * acquire) load that sees the counter drained.
+ *
+ * The written bound (tally/pcpu.h): the drain loads only the in-flight
+ * counters of the slots below lim, so an update's counter must be in the
+ * bound the drain loads whenever the cut has to wait for it. The update
+ * makes it so before its increment and checks it with a seq_cst load of
+ * lim; the cut loads lim after its full fence (tally__vec_add_multi says
+ * why that pair cannot miss). The adds themselves raise lim for their
+ * slots (tally__pcpu_add), before the decrement that the drain acquires,
+ * so the cut's pass over the drained bank, which loads lim again after
+ * the drain, visits every slot they wrote.
  */
 #ifndef TALLY_VEC_BANKS_H
 #define TALLY_VEC_BANKS_H
@@ -28,6 +38,16 @@
 #if !defined(TALLY__VEC_INSIDE)
 #  error "tally/vec/banks.h is private: include <tally/vec.h>"
 #endif
+
+/* Raise v's written bound over CPU slot s (< nr), whose in-flight
+ * counters a multi-item update is about to increment, then a full fence:
+ * the cut's drain must see the raise if it must see the increment
+ * (tally__vec_add_multi says why). Once per slot and vector. */
+TALLY__COLD void tally__vec_cover_inflight(struct tally_vec *v, unsigned s)
+{
+	tally__pcpu_raise(&v->tally__pcpu, s);
+	tally__fence();
+}
 
 /* The body of tally_vec_mod_multi (arguments checked, n > 0, some item
  * of v has banks). The parts whose items have banks go to the active bank
@@ -45,6 +65,30 @@ static inline void tally__vec_add_multi(struct tally_vec *v, const struct tally_
 	 * and may land on other slots if the thread migrates: the cut
 	 * drains every slot's counter before it reads any slot's bank. */
 	s = tally__cpu() % v->tally__pcpu.nr;
+	/*
+	 * The counter's slot in the written bound before the increment, so
+	 * that the cut, whose drain loads only the counters below lim, sees
+	 * it. The pair (C11's seq_cst total order S; F the cut's fence, then
+	 * its load of lim, L): say this update re-loads the old bank (so the
+	 * cut must wait for it) and L misses the raise that covers s.
+	 *   This load of lim is seq_cst and reads lim > s: L reads an older
+	 *   value, so L is coherence-ordered before this load, and F happens
+	 *   before L: F precedes this load in S. But this load, the
+	 *   increment and the re-load are seq_cst in program order, and the
+	 *   re-load reads the active bank before the cut's seq_cst store of
+	 *   it, which comes before F: this load precedes F in S.
+	 *   Or it reads lim <= s: the raise (relaxed) is followed by a
+	 *   seq_cst fence Y (tally__vec_cover_inflight); L is coherence-
+	 *   ordered before the raise, so F precedes Y in S; and Y precedes
+	 *   the re-load, hence the cut's store and F, in S.
+	 * Both are cycles, so L sees lim > s. On the fast path one load (on
+	 * x86 a plain mov; LDAR on aarch64, ordered before the increment's
+	 * LDADDAL as the re-load after it is); a raise once per slot and
+	 * vector. Single updates pay nothing: their lim check is the rseq
+	 * section's (tally__pcpu_add).
+	 */
+	if (tally__unlikely(__atomic_load_n(&v->tally__pcpu.lim, __ATOMIC_SEQ_CST) <= s))
+		tally__vec_cover_inflight(v, s);
 	in = tally__vec_inflight(v, s);
 	for (;;) {
 		k = tally__load(&v->tally__active_bank);
@@ -84,13 +128,17 @@ static inline void tally__vec_add_multi(struct tally_vec *v, const struct tally_
 		}
 }
 
-/* Wait until no slot has a multi-item update in flight into bank k. */
+/* Wait until no slot has a multi-item update in flight into bank k.
+ * After the cut's full fence (lim loaded here, after it: see
+ * tally__vec_add_multi). */
 static inline void tally__vec_drain(const struct tally_vec *v, unsigned k)
 {
-	unsigned s, slots = tally__pcpu_slots(&v->tally__pcpu);
-	/* Every slot's counter: an update's adds may have landed on other
-	 * slots than its counter's. */
-	for (s = 0; s < slots; s++) {
+	unsigned s, lim = tally__pcpu_lim(&v->tally__pcpu);
+	/* Every written CPU slot's counter (no update increments the shared
+	 * slot's, nor one at or above lim: it raised lim over its slot
+	 * first): an update's adds may have landed on other slots than its
+	 * counter's. */
+	for (s = 0; s < lim; s++) {
 		tally_uword *in = tally__vec_inflight(v, s);
 		unsigned spins = 0;
 		/* seq_cst (so acquire): pairs with the update's release
@@ -119,18 +167,23 @@ static inline void tally__vec_drain(const struct tally_vec *v, unsigned k)
 static inline void tally__vec_cut(const struct tally_vec *v, tally_uword *out)
 {
 	struct tally_vec *m = (struct tally_vec *)v; /* the active bank only */
-	unsigned s, i, nr = v->tally__nr_items, slots = tally__pcpu_slots(&v->tally__pcpu);
+	const struct tally__pcpu *p = &v->tally__pcpu;
+	unsigned s, i, nr = v->tally__nr_items, lim = tally__pcpu_lim(p);
 	unsigned active, idle;
 	memset(out, 0, (size_t)nr * sizeof(*out));
 	if (!(v->tally__flags & TALLY_VEC_MULTI)) {
-		for (s = 0; s < slots; s++)
+		for (s = tally__pcpu_first(p, lim); s <= p->nr; s = tally__pcpu_next(p, s, lim))
 			for (i = 0; i < nr; i++)
 				out[i] += tally__load(&tally__vec_slot(v, s, i)->w);
 		return;
 	}
 	active = tally__load(&v->tally__active_bank); /* only lock holders store it */
 	idle = active ^ 1u;
-	for (s = 0; s < slots; s++)
+	/* The slots written (the written bound, tally/pcpu.h): an update that
+	 * completed before the cut, or went to the idle bank (drained by an
+	 * earlier cut, whose lock this cut took after), raised lim over its
+	 * slots before it wrote them. */
+	for (s = tally__pcpu_first(p, lim); s <= p->nr; s = tally__pcpu_next(p, s, lim))
 		for (i = 0; i < nr; i++) {
 			out[i] += tally__load(&tally__vec_slot(v, s, i)->w);
 			if (tally__vec_has_banks(v, i))
@@ -161,7 +214,10 @@ static inline void tally__vec_cut(const struct tally_vec *v, tally_uword *out)
 	 */
 	tally__fence();
 	tally__vec_drain(v, active);
-	for (s = 0; s < slots; s++)
+	/* lim again, after the drain: the adds of the updates it waited for
+	 * raised lim over their slots before the decrements it acquired. */
+	lim = tally__pcpu_lim(p);
+	for (s = tally__pcpu_first(p, lim); s <= p->nr; s = tally__pcpu_next(p, s, lim))
 		for (i = 0; i < nr; i++)
 			if (tally__vec_has_banks(v, i))
 				out[i] += tally__load(&tally__vec_bank(v, s, i)[active]);

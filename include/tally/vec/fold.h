@@ -147,11 +147,17 @@ TALLY__INLINE int tally__vec_add(struct tally_vec *v, unsigned item, tally_sword
 	return 0;
 }
 
-/* Fold every slot's diffs (w, and both banks) of every item that folds. */
+/* Fold every written slot's diffs (w, and both banks) of every item that
+ * folds: the slots below the written bound and the shared slot, the only
+ * ones whose words are not all 0 (a slot at or above the bound has
+ * w == base everywhere, nothing to fold). An add racing with the fold
+ * into a slot it has not loaded in the bound is left for a later fold,
+ * as any add racing with a fold is. */
 static inline void tally__vec_fold_all(struct tally_vec *v)
 {
-	unsigned s, i, k, n = tally__pcpu_slots(&v->tally__pcpu);
-	for (s = 0; s < n; s++) {
+	const struct tally__pcpu *pc = &v->tally__pcpu;
+	unsigned s, i, k, lim = tally__pcpu_lim(pc);
+	for (s = tally__pcpu_first(pc, lim); s <= pc->nr; s = tally__pcpu_next(pc, s, lim)) {
 		for (i = 0; i < v->tally__nr_items; i++) {
 			struct tally__vec_pcpu *p = tally__vec_slot(v, s, i);
 			if (v->tally__item_threshold[i] < 0)

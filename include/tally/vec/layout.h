@@ -17,6 +17,16 @@
  *   in-flight[0], in-flight[1]
  * w and the bank words are written by tally__pcpu_add only; their bases
  * by tally__pcpu_fold's CAS only (tally/pcpu.h, "the fold").
+ *
+ * The object is tracked (tally/pcpu.h, "the written bound"): no CPU slot
+ * at or above lim holds a nonzero word, and readers, folds and the free
+ * visit only the slots below it and the shared slot. Who keeps it so:
+ * tally__pcpu_add* raise lim before they write w or a bank word (the
+ * rseq section's lim check, the atomic paths' cover); a base changes only
+ * by a fold of a slot whose w or bank an add wrote (the updater's check
+ * on the slot its add landed in, tally_vec_fold on the slots below lim);
+ * an in-flight counter's slot is raised before its increment
+ * (tally__vec_add_multi, banks.h, which says why the cut sees it).
  */
 #ifndef TALLY_VEC_LAYOUT_H
 #define TALLY_VEC_LAYOUT_H
@@ -98,12 +108,15 @@ TALLY__INLINE tally_uword tally__vec_value(const struct tally_vec *v, unsigned s
 	return x;
 }
 
-/* item's raw exact value: the sum over every slot (w, and banks). */
+/* item's raw exact value: the sum over the slots written (those below
+ * the written bound and the shared slot, tally/pcpu.h: no other slot
+ * holds anything; w, and banks). */
 static inline tally_uword tally__vec_raw(const struct tally_vec *v, unsigned item)
 {
-	unsigned s, n = tally__pcpu_slots(&v->tally__pcpu);
+	const struct tally__pcpu *p = &v->tally__pcpu;
+	unsigned s, lim = tally__pcpu_lim(p);
 	tally_uword sum = 0;
-	for (s = 0; s < n; s++)
+	for (s = tally__pcpu_first(p, lim); s <= p->nr; s = tally__pcpu_next(p, s, lim))
 		sum += tally__vec_value(v, s, item);
 	return sum;
 }

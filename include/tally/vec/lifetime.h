@@ -122,7 +122,12 @@ static inline int tally__vec_setup(struct tally_vec *v, const struct tally_vec_o
 		chunk += ((size_t)n.tally__nr_banked * TALLY__VEC_BANK_WORDS + 2) *
 			 sizeof(tally_uword);
 	}
-	err = tally__pcpu_alloc(&n.tally__pcpu, chunk);
+	/* Tracked (tally/pcpu.h, the written bound): every writer of a CPU
+	 * slot's words raises lim first (the adds through tally__pcpu_add*,
+	 * the in-flight counters in tally__vec_add_multi; a base is written
+	 * only in a slot an add wrote), so reads and the free visit the
+	 * slots written, not the slots there are. */
+	err = tally__pcpu_alloc_tracked(&n.tally__pcpu, chunk, TALLY__ARENA_HOT);
 	if (err)
 		goto fail;
 	{
