@@ -60,8 +60,11 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
 	rm -f "/dev/shm/$name"
 fi
 missing=""
-# --serve: /metrics on a free loopback port, from outside the writers.
-if command -v curl >/dev/null; then
+# --serve: /metrics on a free loopback port, from outside the writers
+# (TALLYSTAT_SERVE=0: built without libmicrohttpd, as in -m32 builds).
+if [ "${TALLYSTAT_SERVE:-1}" = 0 ]; then
+	echo "note: tallystat built without libmicrohttpd: --serve not checked"
+elif command -v curl >/dev/null; then
 	: >"$tmp/serve.log"
 	"$tallystat" --serve 127.0.0.1:0 "$region" 2>>"$tmp/serve.log" &
 	spid=$!
