@@ -26,6 +26,10 @@
  *   counter_add/tally_default  the same with the default batch: the
  *                              baseline for group_mod's ratio in the same
  *                              run (what a user calls beside it)
+ *   group_get_put/tally        tally_group_get(g) then tally_group_put(g)
+ *                              on each thread's own live group: two items
+ *                              per pair (issue 29's target: each within
+ *                              2x counter_add/tally_default)
  *
  * Every update benchmark checks the root's total after a final flush.
  */
@@ -127,6 +131,43 @@ static struct cbench *depths(struct cbench *b)
 	return cbench_arg(cbench_arg(cbench_arg(cbench_arg_name(cbench_env_threads(b), "depth"), 1),
 				     4),
 			  8);
+}
+
+/* A reference taken and dropped on the thread's own group. */
+static void get_put_body(struct cbench_state *s, void *arg)
+{
+	struct mod_case *m = (struct mod_case *)arg;
+	struct tally_group *g = NULL;
+	uint64_t n, i;
+	while (cbench_batch(s, &n)) {
+		g = m->leaf[cbench_thread_index(s)];
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL / 2; j++) {
+				tally_group_get(g);
+				tally_group_put(g);
+			}
+	}
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
+/* Every pair balanced: each group's destroy releases it at once (its
+ * count 0 after the kill); else the tree is leaked, not waited for. */
+static void get_put_teardown(struct cbench_state *s, void *arg)
+{
+	struct mod_case *m = (struct mod_case *)arg;
+	int i, bad = 0;
+	urcu_memb_register_thread();
+	for (i = 0; i < cbench_nthreads(s); i++) {
+		bad |= tally_group_destroy(m->leaf[i]) != 0;
+		bad |= __atomic_load_n(&m->leaf[i]->tally__ref.tally__count, __ATOMIC_RELAXED) != 0;
+	}
+	urcu_memb_unregister_thread();
+	cbench_check(s, !bad, "references not balanced");
+	if (!bad)
+		tally_tree_destroy(m->tree);
+	free(m->leaf);
+	m->tree = NULL;
+	m->leaf = NULL;
 }
 
 /* ---- the counter add, the baseline ------------------------------------------ */
@@ -485,6 +526,11 @@ CBENCH_INIT(register_rstat)
 			    mod_teardown));
 	depths(cbench_setup(cbench_register("group_mod_flushed/tally", mod_body, &mod_flushed),
 			    mod_setup, mod_teardown));
+	cbench_arg(cbench_arg_name(cbench_env_threads(cbench_setup(
+					   cbench_register("group_get_put/tally", get_put_body, &mod_plain),
+					   mod_setup, get_put_teardown)),
+				   "depth"),
+		   1);
 	pcpu_ref_register();
 	cbench_env_threads(cbench_setup(cbench_register("counter_add/tally", counter_body, NULL),
 					counter_setup, counter_teardown));

@@ -250,3 +250,127 @@ Test(rstat_dying, destroy_leaves_other_groups_bits_to_the_next_flush)
 	cr_assert_eq(tally_group_read_local(p, BYTES), 0);
 	tally_tree_destroy(t);
 }
+
+/* ---- references (tally_group_get()): no read-side section held ---------- */
+
+/*
+ * The issue's probe with references instead of a section: 1,000 times,
+ * create a tenant, take a reference, +1 in flight, +100 bytes, destroy it,
+ * then -1 in flight and +50 bytes outside any section, and put. The
+ * parent reads 0 in flight and 150,000 bytes; the reference kept every
+ * destroyed tenant allocated until its put (ASan would see a free
+ * before it: the grace periods have all passed, urcu_memb_barrier()).
+ */
+Test(rstat_dying, probe_with_references)
+{
+	struct tally_tree *t = tenant_tree();
+	struct tally_group *root = tally_tree_root(t), *p = tally_group_create(root);
+	static struct tally_group *c[1000];
+	int k;
+	for (k = 0; k < 1000; k++) {
+		c[k] = tally_group_create(p);
+		cr_assert_not_null(c[k]);
+		cr_assert(tally_group_tryget(c[k]));
+		cr_assert_eq(tally_group_mod(c[k], INFLIGHT, 1), 0);
+		cr_assert_eq(tally_group_mod(c[k], BYTES, 100), 0);
+		cr_assert_eq(tally_group_destroy(c[k]), 0);
+	}
+	urcu_memb_barrier(); /* every grace period over: only the references hold */
+	for (k = 0; k < 1000; k++) {
+		cr_assert_eq(tally_group_mod(c[k], INFLIGHT, -1), 0);
+		cr_assert_eq(tally_group_mod(c[k], BYTES, 50), 0);
+		cr_assert_eq(tally_group_read(c[k], BYTES), 100); /* as its destroy left it */
+	}
+	tally_group_flush_force(p);
+	cr_assert_eq(tally_group_read(p, INFLIGHT), 0);
+	cr_assert_eq(tally_group_read(p, BYTES), 150000);
+	for (k = 0; k < 1000; k++)
+		tally_group_put(c[k]); /* each frees its group: the last put */
+	tally_group_flush_force(root);
+	cr_assert_eq(tally_group_read(root, INFLIGHT), 0);
+	cr_assert_eq(tally_group_read(root, BYTES), 150000);
+	cr_assert_eq(tally_group_read(p, BYTES), 150000);
+	cr_assert_eq(tally_tree_nr_groups(t), 2);
+	tally_tree_destroy(t);
+}
+
+/* Lookups fail once the destroy began; get and put pair on live groups. */
+Test(rstat_dying, lookups_fail_after_destroy)
+{
+	struct tally_tree *t = tenant_tree();
+	struct tally_group *root = tally_tree_root(t);
+	struct tally_group *a = tally_group_create_named(root, "a"), *x;
+	cr_assert_not_null(a);
+	x = tally_group_find_get(root, "a");
+	cr_assert_eq(x, a);
+	tally_group_get(a); /* a second one, e.g. for another thread */
+	tally_group_put(a);
+	errno = 0;
+	cr_assert_null(tally_group_find_get(root, "b"));
+	cr_assert_eq(errno, ENOENT);
+	cr_assert_null(tally_group_find_get(NULL, "a"));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_not(tally_group_tryget(NULL));
+	cr_assert_eq(tally_group_destroy(a), 0);
+	errno = 0;
+	cr_assert_not(tally_group_tryget(a)); /* legal: this thread holds one */
+	cr_assert_eq(errno, ENOENT);
+	cr_assert_null(tally_group_find_get(root, "a"));
+	cr_assert_eq(errno, ENOENT);
+	/* a name freed by a destroy can be taken again */
+	x = tally_group_create_named(root, "a");
+	cr_assert_not_null(x);
+	cr_assert_neq(x, a);
+	cr_assert_eq(tally_group_find_get(root, "a"), x);
+	tally_group_put(x);
+	tally_group_put(a);
+	tally_tree_destroy(t);
+}
+
+struct holder {
+	struct tally_group *g;
+	int stage; /* 1: holding; 2: put now; 3: put done */
+};
+
+static void *hold_main(void *arg)
+{
+	struct holder *h = (struct holder *)arg;
+	/* not registered with liburcu: a worker that only holds references */
+	cr_assert_eq(tally_group_mod(h->g, BYTES, 5), 0);
+	__atomic_store_n(&h->stage, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&h->stage, __ATOMIC_ACQUIRE) != 2)
+		usleep(100);
+	cr_assert_eq(tally_group_mod(h->g, BYTES, 7), 0); /* after the destroy */
+	cr_assert_eq(tally_group_mod(h->g, INFLIGHT, -1), 0);
+	tally_group_put(h->g); /* the last reference: the free runs here */
+	__atomic_store_n(&h->stage, 3, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * A reference handed to an unregistered thread outlives the group's
+ * destroy and its grace period; that thread's put, the last, hands over
+ * what is left and frees the group on its own thread.
+ */
+Test(rstat_dying, last_put_on_an_unregistered_thread_frees)
+{
+	struct tally_tree *t = tenant_tree();
+	struct tally_group *root = tally_tree_root(t), *p = tally_group_create(root);
+	struct holder h = {NULL, 0};
+	pthread_t th;
+	h.g = tally_group_create(p);
+	cr_assert(tally_group_tryget(h.g));
+	cr_assert_eq(tally_group_mod(h.g, INFLIGHT, 1), 0);
+	pthread_create(&th, NULL, hold_main, &h);
+	while (__atomic_load_n(&h.stage, __ATOMIC_ACQUIRE) != 1)
+		usleep(100);
+	cr_assert_eq(tally_group_destroy(h.g), 0);
+	urcu_memb_barrier(); /* the grace period is over; the reference holds */
+	__atomic_store_n(&h.stage, 2, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	tally_group_flush_force(root);
+	cr_assert_eq(tally_group_read(p, BYTES), 12);
+	cr_assert_eq(tally_group_read(root, INFLIGHT), 0);
+	cr_assert_eq(tally_tree_nr_groups(t), 2);
+	tally_tree_destroy(t); /* would wait forever for a free never run */
+}

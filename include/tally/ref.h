@@ -355,7 +355,8 @@ static inline void tally_ref_put(struct tally_ref *r)
  * else at the last put. Once, by the owner (a second kill: -EINVAL,
  * TALLY_DEBUG asserts); returns 0.
  * Blocking: one system call (microseconds: it interrupts every CPU
- * running a thread of the process); O(CPU slots the ref was written on).
+ * running a thread of the process), none if no get or put ever took a
+ * CPU's word; O(CPU slots the ref was written on).
  */
 static inline int tally_ref_kill(struct tally_ref *r)
 {
@@ -370,8 +371,17 @@ static inline int tally_ref_kill(struct tally_ref *r)
 #if TALLY__HAVE_RSEQ
 	if (!(m & TALLY__REF_ATOMIC)) {
 		const struct tally__pcpu *p = &r->tally__pcpu;
-		unsigned s, lim;
-		tally__ref_fence();
+		unsigned s, lim = tally__pcpu_lim(p);
+		/* A ref no CPU's word took a get or put on needs no fence:
+		 * a section runs only below lim, and a get that finds it 0
+		 * raises it (a locked cmpxchg, x86_64 being the one rseq
+		 * path) before its section loads the mode, while the kill
+		 * set the mode (a locked RMW) before it loaded lim: one of
+		 * the two sees the other's store, so a get either raised lim
+		 * before this load (and the fence runs) or loads the dead
+		 * mode and takes the atomic count. */
+		if (lim)
+			tally__ref_fence();
 		lim = tally__pcpu_lim(p);
 		for (s = 0; s < lim; s++)
 			sum += __atomic_load_n((const tally_uword *)tally__pcpu_at(p, s, 0),

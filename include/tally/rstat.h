@@ -297,6 +297,7 @@
 
 #include <tally/monotonic.h>
 #include <tally/pcpu.h>
+#include <tally/ref.h>
 #include <tally/utf8.h>
 
 #include <pthread.h>
@@ -418,6 +419,12 @@ struct tally_group {
 	 * one, itself at the end; NULL when not on it. Flush lock. */
 	struct tally_group *tally__handover_next;
 	struct rcu_head tally__rcu;
+	/* References (tally_group_get()): killed by the destroy. */
+	struct tally_ref tally__ref;
+	/* Destroyed: 2, less one at the grace period's end and one at the
+	 * ref's release; the free at 0 (rstat/lifetime.h). Atomic. */
+	unsigned tally__free_wait;
+	unsigned tally__pad;
 };
 
 /* The item arrays follow the struct in one allocation: its size must keep
@@ -802,6 +809,104 @@ static inline struct tally_group *tally_group_find_child(struct tally_group *par
 	return found;
 }
 
+/**
+ * tally_group_tryget - take a reference on g unless its destroy has begun:
+ * true if taken, false (errno ENOENT) if g is destroyed or being
+ * destroyed, or NULL (errno EINVAL). g's memory must be valid: call it
+ * inside tally_tree_read_lock() (on a group found there), or holding a
+ * reference already.
+ *
+ * A reference keeps g's memory valid, destroyed or not, until the
+ * matching tally_group_put(), with no read-side section held in between:
+ * a worker looks a tenant up (tally_group_find_get()), updates it any
+ * number of times, sleeps, and puts it, and needs no RCU registration
+ * for any of that but the lookup. An update made while holding a
+ * reference on a group destroyed meanwhile counts as "Destroyed groups"
+ * above says (its nearest live ancestor, exactly once); the group is
+ * freed after its last put and a grace period after its destroy,
+ * whichever comes last. Every reference must be put before
+ * tally_tree_destroy() (which waits for the frees).
+ * The kernel's percpu_ref (tally/ref.h): while g is alive a get and a
+ * put are each one restartable per-CPU add (the counter add's cost plus
+ * a load and compare: bench/bench_ref.c); the destroy switches g's count
+ * to atomic mode. Wait-free while g is alive; one atomic RMW after.
+ */
+static inline bool tally_group_tryget(struct tally_group *g)
+{
+	if (tally__bad(!g)) {
+		errno = EINVAL;
+		return false;
+	}
+	if (tally__load(&g->tally__dead) || !tally_ref_tryget_live(&g->tally__ref)) {
+		errno = ENOENT;
+		return false;
+	}
+	tally__rcu_note_ref(g, 1);
+	return true;
+}
+
+/**
+ * tally_group_get - take another reference on g; the caller holds one
+ * (to hand it to another thread, say). NULL: no-op. Wait-free while g is
+ * alive; one atomic RMW after its destroy.
+ */
+static inline void tally_group_get(struct tally_group *g)
+{
+	if (tally__bad(!g))
+		return;
+	tally_ref_get(&g->tally__ref);
+	tally__rcu_note_ref(g, 1);
+}
+
+/**
+ * tally_group_put - drop a reference the caller holds (taken by
+ * tally_group_tryget(), tally_group_get() or tally_group_find_get(), on
+ * this thread or handed over). After it, g may be freed at any moment if
+ * it is destroyed: the put that drops the last reference of a destroyed
+ * group whose grace period has passed frees it (taking the flush lock
+ * once; wait-free otherwise). TALLY_DEBUG builds abort on a later call
+ * on a destroyed g by a thread that holds neither a reference nor a
+ * read-side section. NULL: no-op.
+ */
+static inline void tally_group_put(struct tally_group *g)
+{
+	if (tally__bad(!g))
+		return;
+	tally__rcu_note_ref(g, -1);
+	tally_ref_put(&g->tally__ref);
+}
+
+/**
+ * tally_group_find_get - tally_group_find_child() and tally_group_tryget()
+ * in one read-side section: parent's live child named name with a
+ * reference taken, to use without a section until tally_group_put().
+ * NULL with errno EINVAL (NULL parent or name) or ENOENT (no live child
+ * of that name, or its destroy began). The thread must be registered with
+ * the tree's RCU flavor (TALLY_DEBUG checks); parent's memory must be
+ * valid (a group that is never destroyed, such as the root, a reference,
+ * or a read-side section). O(children); lock-free.
+ */
+static inline struct tally_group *tally_group_find_get(struct tally_group *parent,
+							const char *name)
+{
+	struct tally_group *c;
+	int err = 0;
+	if (tally__bad(!parent || !name)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	tally_tree_read_lock(parent->tally__tree);
+	c = tally_group_find_child(parent, name);
+	if (!c || !tally_group_tryget(c)) {
+		err = c ? ENOENT : errno;
+		c = NULL;
+	}
+	tally_tree_read_unlock(parent->tally__tree);
+	if (!c)
+		errno = err;
+	return c;
+}
+
 /** tally_group_parent - g's parent; NULL for the root (errno untouched),
  * NULL with errno EINVAL for a NULL g. Wait-free. */
 TALLY__INLINE struct tally_group *tally_group_parent(const struct tally_group *g)
@@ -955,7 +1060,7 @@ static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, ta
 	if (tally__bad(!g || item >= g->tally__nr_items))
 		return -EINVAL;
 	if (tally__unlikely(tally__load(&g->tally__dead))) {
-		tally__rcu_dead_use("tally_group_mod");
+		tally__rcu_dead_use(g, "tally_group_mod");
 		if (delta)
 			tally__rstat_mod_dying(g, item, delta);
 		return 0;
@@ -1035,7 +1140,7 @@ static inline void tally_group_flush(struct tally_group *g)
 		return;
 	}
 	if (tally__load(&g->tally__dead)) {
-		errno = -tally__rcu_dead("tally_group_flush");
+		errno = -tally__rcu_dead(g, "tally_group_flush");
 		return;
 	}
 	if (tally_group_needs_flush(g))
@@ -1051,7 +1156,7 @@ static inline void tally_group_flush_force(struct tally_group *g)
 		return;
 	}
 	if (tally__load(&g->tally__dead)) {
-		errno = -tally__rcu_dead("tally_group_flush_force");
+		errno = -tally__rcu_dead(g, "tally_group_flush_force");
 		return;
 	}
 	tally__rstat_flush(g);

@@ -6,6 +6,11 @@
  * is made deterministic here: a second thread holds a read-side section
  * throughout, so no grace period ends and the destroyed group stays
  * allocated while the child misuses it.
+ *
+ * References (tally_group_get()): a thread that holds one may use a
+ * destroyed group outside any section; after its last put it may not
+ * (use_after_put), and neither may a thread that never took one
+ * (ref_held_elsewhere).
  */
 #define _GNU_SOURCE
 #undef TALLY_DEBUG /* the test build defines 0 */
@@ -124,6 +129,43 @@ static void reset_destroyed(void)
 	tally_group_reset(g);
 }
 
+/* A reference taken, the group destroyed, the reference put, then a use:
+ * the holder thread's section keeps the memory, the check must fire. */
+static void use_after_put(void)
+{
+	struct tally_group *x;
+	setup(0, 0);
+	tally_tree_register_thread(tree);
+	x = tally_group_find_get(tally_tree_root(tree), "g");
+	if (x != g || tally_group_destroy(g))
+		_exit(3);
+	if (tally_group_mod(g, 0, 1)) /* legal: the reference */
+		_exit(4);
+	tally_group_put(g);
+	tally_group_mod(g, 0, -1);
+}
+
+static void *take_ref(void *arg)
+{
+	(void)arg;
+	if (!tally_group_tryget(g)) /* g is never destroyed before this */
+		_exit(5);
+	return NULL;
+}
+
+/* Another thread holds a reference: this one holds none. */
+static void ref_held_elsewhere(void)
+{
+	pthread_t th;
+	setup(0, 0);
+	pthread_create(&th, NULL, take_ref, NULL);
+	pthread_join(th, NULL);
+	tally_tree_register_thread(tree);
+	if (tally_group_destroy(g))
+		_exit(3);
+	(void)tally_group_read(g, 0);
+}
+
 /* The legal uses: registered, destroyed groups only inside a section. */
 static void legal(void)
 {
@@ -144,6 +186,15 @@ static void legal(void)
 		_exit(7);
 	tally_group_flush_force(g);
 	tally_tree_read_unlock(tree);
+	/* ... and outside any section while a reference is held. */
+	{
+		struct tally_group *h = tally_group_create_named(tally_tree_root(tree), "h");
+		if (!h || !tally_group_tryget(h) || tally_group_destroy(h) ||
+		    tally_group_mod(h, 0, 1) || tally_group_read(h, 0) != 0 ||
+		    tally_group_tryget(h) || tally_group_find_get(tally_tree_root(tree), "h"))
+			_exit(8);
+		tally_group_put(h);
+	}
 	tally_tree_unregister_thread(tree);
 	__atomic_store_n(&release, 1, __ATOMIC_RELEASE);
 	pthread_join(holder, NULL);
@@ -188,7 +239,7 @@ static void run(const char *name, void (*fn)(void), const char *expect)
 }
 
 #define NOT_REG ": this thread is not registered with the tree's RCU flavor"
-#define DEAD ": the group is destroyed and this thread holds no tally_tree_read_lock()"
+#define DEAD ": the group is destroyed and this thread holds neither a tally_tree_read_lock()"
 
 int main(void)
 {
@@ -204,6 +255,8 @@ int main(void)
 	run("flush_force", flush_destroyed, "tally: tally_group_flush_force" DEAD);
 	run("create_named", create_under_destroyed, "tally: tally_group_create_named" DEAD);
 	run("reset", reset_destroyed, "tally: tally_group_reset" DEAD);
+	run("use_after_put", use_after_put, "tally: tally_group_mod" DEAD);
+	run("ref_held_elsewhere", ref_held_elsewhere, "tally: tally_group_read" DEAD);
 	run("legal", legal, NULL);
 	return harness_exit("rstat_debug");
 }

@@ -39,6 +39,15 @@
  * root's their sum. Then the last tenants are destroyed and the same
  * holds before and after the deferred frees have all run: the
  * frees hand over what no drain did, nothing twice.
+ *
+ * Built with STRESS_REFS (stress_rstat_refs), a request holds a reference
+ * instead of a read-side section (tally_group_get() / _put(), the way a
+ * server holds a tenant across a request that sleeps): the workers never
+ * register with liburcu. The table holds a reference on each published
+ * group; a worker takes its own under the slot's mutex, and the destroyer
+ * swaps the pair under it, destroys the old one and puts the table's
+ * references. Every update, the ones after the destroy included, must
+ * count; ASan sees a group freed while a reference was held.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -61,8 +70,15 @@ enum { INFLIGHT = 0, REQUESTS = 1, BYTES = 2, NITEMS = 3 };
 static struct tally_tree *tree;
 static struct tally_group *root, *org[NORG];
 
+#ifdef STRESS_REFS
+#  define NAME "stress_rstat_refs"
+#else
+#  define NAME "stress_rstat_dying"
+#endif
+
 struct slot {
 	struct tally_group *g[2]; /* the tenant and its child; release-published */
+	pthread_mutex_t mu;       /* STRESS_REFS: g[] changes under it */
 	/* the largest serial of this slot's groups whose destroy has
 	 * returned; release */
 	uint64_t destroyed;
@@ -86,7 +102,7 @@ static int mod(struct worker *w, struct tally_group *g, unsigned item, tally_swo
 		/* Counted as the program's own all the same: the test then
 		 * shows what was lost (the figures of the issue). */
 		if (!w->refused++)
-			fprintf(stderr, "stress_rstat_dying: tally_group_mod() returned %d on a "
+			fprintf(stderr, NAME ": tally_group_mod() returned %d on a "
 					"group that is being destroyed\n",
 				e);
 	}
@@ -98,7 +114,9 @@ static void *worker_main(void *arg)
 	struct worker *w = (struct worker *)arg;
 	struct harness_rng rng = {0xd1e5u + (uint64_t)w->id * 7919u};
 	tally_uword sink = 0;
+#ifndef STRESS_REFS
 	urcu_memb_register_thread();
+#endif
 	perturb_register();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		int k = (int)harness_range(&rng, 0, NSLOTS - 1), o = k % NORG;
@@ -106,8 +124,15 @@ static void *worker_main(void *arg)
 		tally_uword out = (tally_uword)harness_range(&rng, 1, 100000);
 		struct tally_group *g;
 		uint64_t serial;
+#ifdef STRESS_REFS
+		pthread_mutex_lock(&slots[k].mu);
+		g = slots[k].g[harness_range(&rng, 0, 1)];
+		tally_group_get(g); /* the table holds one */
+		pthread_mutex_unlock(&slots[k].mu);
+#else
 		tally_tree_read_lock(tree);
 		g = __atomic_load_n(&slots[k].g[harness_range(&rng, 0, 1)], __ATOMIC_ACQUIRE);
+#endif
 		serial = tally_group_serial(g);
 		mod(w, g, INFLIGHT, 1);
 		mod(w, g, REQUESTS, 1);
@@ -135,24 +160,45 @@ static void *worker_main(void *arg)
 			w->after_destroy++;
 		mod(w, g, BYTES, (tally_sword)out);
 		mod(w, g, INFLIGHT, -1);
+#ifdef STRESS_REFS
+		tally_group_put(g);
+#else
 		tally_tree_read_unlock(tree);
+#endif
 		w->requests[o] += 1;
 		w->bytes[o] += in + out;
 		w->n++;
 	}
 	__atomic_store_n(&w->n, w->n + (sink & 0), __ATOMIC_RELAXED);
 	perturb_unregister();
+#ifndef STRESS_REFS
 	urcu_memb_unregister_thread();
+#endif
 	return NULL;
 }
 
-/* A new tenant and child for slot k; 0 or -1. */
+/* A new tenant and child for slot k (with the table's references,
+ * STRESS_REFS); 0 or -1. */
 static int slot_fill(int k, struct tally_group **t, struct tally_group **c)
 {
 	*t = tally_group_create(org[k % NORG]);
 	*c = *t ? tally_group_create(*t) : NULL;
 	CHECK(*t && *c, "create: errno %d", errno);
+#ifdef STRESS_REFS
+	CHECK(*t && *c && tally_group_tryget(*t) && tally_group_tryget(*c), "tryget");
+#endif
 	return *t && *c ? 0 : -1;
+}
+
+/* The table's references on a destroyed pair (STRESS_REFS). */
+static void slot_put(struct tally_group *t, struct tally_group *c)
+{
+#ifdef STRESS_REFS
+	tally_group_put(c);
+	tally_group_put(t);
+#else
+	(void)t, (void)c;
+#endif
 }
 
 static void *destroyer_main(void *arg)
@@ -169,10 +215,12 @@ static void *destroyer_main(void *arg)
 		uint64_t ser;
 		if (slot_fill(k, &t, &c))
 			break;
+		pthread_mutex_lock(&slots[k].mu);
 		ot = slots[k].g[0];
 		oc = slots[k].g[1];
 		__atomic_store_n(&slots[k].g[1], c, __ATOMIC_RELEASE);
 		__atomic_store_n(&slots[k].g[0], t, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&slots[k].mu);
 		ser = tally_group_serial(oc); /* the child: created after its tenant */
 		if (harness_range(&rng, 0, 1)) {
 			CHECK(tally_group_destroy_subtree(ot) == 0, "destroy_subtree");
@@ -183,6 +231,7 @@ static void *destroyer_main(void *arg)
 				sched_yield();
 			CHECK(tally_group_destroy(ot) == 0, "destroy of a tenant");
 		}
+		slot_put(ot, oc);
 		/* Release: a worker that sees it finds both destroyed. */
 		__atomic_store_n(&slots[k].destroyed, ser, __ATOMIC_RELEASE);
 		n++;
@@ -248,7 +297,7 @@ static void check_totals(const char *when)
 		if (tally_group_read(org[o], INFLIGHT) != 0 || raw(org[o], REQUESTS) != req ||
 		    raw(org[o], BYTES) != bytes)
 			fprintf(stderr,
-				"stress_rstat_dying: %s: org %d reads in flight %lld, requests %llu, "
+				NAME ": %s: org %d reads in flight %lld, requests %llu, "
 				"bytes %llu; the workers counted 0, %llu, %llu\n",
 				when, o, (long long)tally_group_read(org[o], INFLIGHT),
 				(unsigned long long)raw(org[o], REQUESTS),
@@ -264,7 +313,7 @@ static void check_totals(const char *when)
 	CHECK_EQ(tally_group_read(root, INFLIGHT), 0);
 	CHECK_EQ(raw(root, REQUESTS), req_all);
 	CHECK_EQ(raw(root, BYTES), bytes_all);
-	printf("stress_rstat_dying: %s: root in flight %lld, requests %llu (counted %llu), bytes "
+	printf(NAME ": %s: root in flight %lld, requests %llu (counted %llu), bytes "
 	       "%llu (counted %llu)\n",
 	       when, (long long)tally_group_read(root, INFLIGHT),
 	       (unsigned long long)raw(root, REQUESTS), (unsigned long long)req_all,
@@ -291,13 +340,15 @@ int main(void)
 	tree = tally_tree_create_opts(&opts);
 	CHECK(tree != NULL, "tree");
 	if (!tree)
-		return harness_exit("stress_rstat_dying");
+		return harness_exit(NAME);
 	root = tally_tree_root(tree);
 	for (o = 0; o < NORG; o++)
 		org[o] = tally_group_create(root);
-	for (k = 0; k < NSLOTS; k++)
+	for (k = 0; k < NSLOTS; k++) {
+		pthread_mutex_init(&slots[k].mu, NULL);
 		if (slot_fill(k, &slots[k].g[0], &slots[k].g[1]))
-			return harness_exit("stress_rstat_dying");
+			return harness_exit(NAME);
+	}
 
 	for (k = 0; k < NWORKERS; k++) {
 		ws[k].id = k;
@@ -326,8 +377,10 @@ int main(void)
 		CHECK_EQ(tally_group_read(slots[k].g[1], INFLIGHT), 0);
 	}
 	check_totals("quiesced");
-	for (k = 0; k < NSLOTS; k++)
+	for (k = 0; k < NSLOTS; k++) {
 		CHECK(tally_group_destroy_subtree(slots[k].g[0]) == 0, "final destroy");
+		slot_put(slots[k].g[0], slots[k].g[1]);
+	}
 	tally_group_flush_force(root);
 	check_totals("tenants destroyed");
 	/* The deferred frees, all done (what tally_tree_destroy() waits
@@ -346,16 +399,16 @@ int main(void)
 	}
 	for (k = 0; k < NDESTROYERS; k++)
 		destroys += nr_destroys[k];
-	printf("stress_rstat_dying: %.1f s: %llu requests, %llu of them ended on a tenant whose "
+	printf(NAME ": %.1f s: %llu requests, %llu of them ended on a tenant whose "
 	       "destroy had returned (%llu waited for it), %llu updates refused, %llu tenant "
 	       "destroys, %llu forced flushes, %llu resets\n",
 	       secs, n, after, waited, refused, destroys, nr_flushes, nr_resets);
-	perturb_report("stress_rstat_dying");
+	perturb_report(NAME);
 	CHECK(refused == 0, "%llu updates on destroyed groups refused", refused);
 	/* The case under test must have happened, or the run shows nothing. */
 	CHECK(after > 0, "no request ended on a destroyed tenant");
 	CHECK(destroys > 0, "no tenant was destroyed");
 	tally_tree_destroy(tree);
 	urcu_memb_unregister_thread();
-	return harness_exit("stress_rstat_dying");
+	return harness_exit(NAME);
 }

@@ -10,6 +10,15 @@
  * ancestors allocated while a destroyed child may still hand over to
  * them or an update on it walks up through them.
  *
+ * A destroyed group is freed once two things have happened, in either
+ * order: a grace period since its destroy (no read-side section holds it:
+ * the call_rcu() callback) and the last put of its tally_ref (no thread
+ * holds a reference: the ref's release(), which tally_ref_kill() in the
+ * destroy runs itself when nobody holds one). Each drops one of the two
+ * counts of free_wait; the one that brings it to 0 does the late
+ * hand-over and the free (tally__group_finish()), under the flush lock:
+ * the call_rcu() worker, or the thread of that last put.
+ *
  * Everything that changes the tree runs under the flush lock.
  */
 #ifndef TALLY_RSTAT_LIFETIME_H
@@ -26,9 +35,12 @@ static inline void tally__group_free(struct tally_group *g)
 {
 	free(g->tally__name.p);
 	free(g->tally__base.p);
+	tally_ref_exit(&g->tally__ref);
 	tally__pcpu_free(&g->tally__pcpu);
 	free(g);
 }
+
+static inline void tally__group_ref_release(struct tally_ref *r);
 
 /* Allocate and initialise a group (no id yet, not linked into the tree). */
 static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
@@ -54,6 +66,11 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	 * flush generation equals: tally__rstat_gen_next()), so a CPU that
 	 * never updates g never touches its page of the arena. */
 	if (tally__pcpu_alloc_kind(&g->tally__pcpu, chunk, TALLY__ARENA_COLD)) {
+		free(g);
+		return NULL;
+	}
+	if (tally_ref_init(&g->tally__ref, tally__group_ref_release)) {
+		tally__pcpu_free(&g->tally__pcpu);
 		free(g);
 		return NULL;
 	}
@@ -100,18 +117,13 @@ static inline void tally__rstat_put(struct tally_group *g)
 	}
 }
 
-/* The call_rcu callback: a grace period has passed since g's destroy, so
- * no reader holds g and every update that found it alive has returned. */
-static inline void tally__group_free_rcu(struct rcu_head *head)
+/*
+ * The late hand-over and the free of a destroyed g, once no read-side
+ * section and no reference holds it (both counts of free_wait dropped).
+ */
+static inline void tally__group_finish(struct tally_group *g)
 {
-	struct tally_group *g =
-		(struct tally_group *)((char *)head - offsetof(struct tally_group, tally__rcu));
-	struct tally_tree *t;
-	/* Pairs with tally__tsan_release(g) in tally_group_destroy() ... */
-	tally__tsan_acquire(g);
-	t = g->tally__tree;
-	/* ... and with every reader's release in tally_tree_read_unlock(). */
-	tally__tsan_acquire(&t->tally__rcu.tsan_token);
+	struct tally_tree *t = g->tally__tree;
 	pthread_mutex_lock(&t->tally__flush.lock);
 	tally__rstat_late_hand_over(t, g);
 	tally__rstat_id_release(t, g);
@@ -120,6 +132,36 @@ static inline void tally__group_free_rcu(struct rcu_head *head)
 	/* The last touch of t: release, pairs with the acquire wait in
 	 * tally_tree_destroy(), which may free t as soon as this is 0. */
 	__atomic_sub_fetch(&t->tally__rcu.deferred, 1ul, __ATOMIC_RELEASE);
+}
+
+/* Drop one of the two counts of g's free_wait; finish g at 0. acq_rel:
+ * whatever the grace period or the last put ordered before it (every
+ * update on g, every reader's section) comes before the finish. */
+static inline void tally__group_free_step(struct tally_group *g)
+{
+	if (__atomic_sub_fetch(&g->tally__free_wait, 1u, __ATOMIC_ACQ_REL) == 0)
+		tally__group_finish(g);
+}
+
+/* g's tally_ref came to 0 after its kill (the destroy): no thread holds a
+ * reference. Runs on the thread of the last put, or in the destroy. */
+static inline void tally__group_ref_release(struct tally_ref *r)
+{
+	tally__group_free_step((struct tally_group *)(void *)((char *)r -
+							       offsetof(struct tally_group, tally__ref)));
+}
+
+/* The call_rcu callback: a grace period has passed since g's destroy, so
+ * no reader holds g. */
+static inline void tally__group_free_rcu(struct rcu_head *head)
+{
+	struct tally_group *g =
+		(struct tally_group *)((char *)head - offsetof(struct tally_group, tally__rcu));
+	/* Pairs with tally__tsan_release(g) in tally_group_destroy() ... */
+	tally__tsan_acquire(g);
+	/* ... and with every reader's release in tally_tree_read_unlock(). */
+	tally__tsan_acquire(&g->tally__tree->tally__rcu.tsan_token);
+	tally__group_free_step(g);
 }
 
 /* ---- trees and groups ---------------------------------------------------- */
@@ -224,7 +266,7 @@ static inline struct tally_group *tally__rstat_group_create(struct tally_group *
 	g->tally__name.p = name;
 	pthread_mutex_lock(&t->tally__flush.lock);
 	if (tally__load(&parent->tally__dead))
-		err = tally__rcu_dead(name ? "tally_group_create_named" : "tally_group_create");
+		err = tally__rcu_dead(parent, name ? "tally_group_create_named" : "tally_group_create");
 	else if (name && tally__rstat_child_named(parent, name))
 		err = -EEXIST;
 	else if (tally__rstat_id_alloc(t, g))
@@ -277,9 +319,14 @@ static inline void tally__rstat_destroy_locked(struct tally_tree *t, struct tall
 	tally__add(&t->tally__rcu.deferred, 1ul);
 }
 
-/* Free a destroyed g after a grace period (outside the flush lock). */
+/* Free a destroyed g once a grace period has passed and no reference is
+ * held (outside the flush lock: the kill may finish g, see above). */
 static inline void tally__rstat_defer_free(struct tally_tree *t, struct tally_group *g)
 {
+	__atomic_store_n(&g->tally__free_wait, 2u, __ATOMIC_RELAXED);
+	/* No tally_group_tryget() succeeds from here on; drops the tree's
+	 * reference, and drops a count of free_wait now if no other is held. */
+	(void)tally_ref_kill(&g->tally__ref);
 	/* Pairs with tally__tsan_acquire(g) in tally__group_free_rcu(). */
 	tally__tsan_release(g);
 	t->tally__rcu.flavor->update_call_rcu(&g->tally__rcu, tally__group_free_rcu);
@@ -295,7 +342,7 @@ static inline int tally__rstat_group_destroy(struct tally_group *g)
 	pthread_mutex_lock(&t->tally__flush.lock);
 	if (tally__load(&g->tally__dead)) {
 		pthread_mutex_unlock(&t->tally__flush.lock);
-		return tally__rcu_dead("tally_group_destroy");
+		return tally__rcu_dead(g, "tally_group_destroy");
 	}
 	if (g->tally__links.nr_children) {
 		pthread_mutex_unlock(&t->tally__flush.lock);
@@ -357,7 +404,7 @@ static inline int tally__rstat_group_destroy_subtree(struct tally_group *g)
 	pthread_mutex_lock(&t->tally__flush.lock);
 	if (tally__load(&g->tally__dead)) {
 		pthread_mutex_unlock(&t->tally__flush.lock);
-		return tally__rcu_dead("tally_group_destroy_subtree");
+		return tally__rcu_dead(g, "tally_group_destroy_subtree");
 	}
 	n = tally__rstat_subtree(g, &v);
 	if (!n) {

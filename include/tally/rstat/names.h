@@ -124,7 +124,7 @@ static inline int tally_group_set_name(struct tally_group *g, const char *name)
 	if (tally__bad(!g || !name || !g->tally__links.parent))
 		return -EINVAL;
 	if (tally__load(&g->tally__dead))
-		return tally__rcu_dead("tally_group_set_name");
+		return tally__rcu_dead(g, "tally_group_set_name");
 	if (!tally__rstat_name_ok(name, &len))
 		return -EINVAL;
 	if (__atomic_load_n(&g->tally__name.p, __ATOMIC_ACQUIRE))

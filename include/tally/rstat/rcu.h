@@ -13,9 +13,14 @@
  *   - tally_tree_read_lock(), tally_group_destroy(),
  *     tally_group_destroy_subtree(), tally_group_for_each_child() and
  *     tally_group_find_child() need a registered thread;
- *   - a call on a destroyed group needs a read-side section (outside one
- *     the group may be freed at any moment: the call was a use-after-free
- *     that happened to come early).
+ *   - a call on a destroyed group needs a read-side section or a
+ *     reference to the group held by this thread (tally_group_get(),
+ *     tally_group_tryget(), tally_group_find_get()): without either the
+ *     group may be freed at any moment, and the call was a use-after-free
+ *     that happened to come early (a use after the thread's last put).
+ * The references a thread holds are kept in a small per-thread table (16
+ * groups); a thread holding more than that is not checked for the ones
+ * past it.
  * A broken rule aborts with a message that names the call and the rule.
  * With a flavor that registers threads by itself (urcu-bp, see
  * TALLY_URCU_BP in config.h) the registration checks are skipped.
@@ -44,9 +49,13 @@
 #  include <stdio.h>
 
 /* What this thread did through tally's RCU calls (TALLY_DEBUG). */
+#  define TALLY__RCU_HELD 16
 struct tally__rcu_thread {
 	unsigned registered; /* flavors registered through tally */
 	unsigned nest;       /* read-side sections entered through tally */
+	unsigned overflow;   /* references not in held[] */
+	const void *held[TALLY__RCU_HELD]; /* groups this thread holds */
+	unsigned held_n[TALLY__RCU_HELD];  /* how many references on each */
 };
 
 /* One per program and thread: weak, so that every translation unit's
@@ -68,14 +77,49 @@ static inline void tally__rcu_need_registered(const struct tally_tree *t, const 
 				       "flavor: call tally_tree_register_thread() first");
 }
 
-/* g is destroyed: using it is safe only inside a read-side section. */
-static inline void tally__rcu_dead_use(const char *call)
+/* Whether this thread holds a reference to g (or may: the table is full). */
+static inline int tally__rcu_holds(const void *g)
 {
-	if (!tally__rcu_self.nest)
-		tally__rcu_abort(call, "the group is destroyed and this thread holds no "
-				       "tally_tree_read_lock(): it may be freed at any moment "
-				       "(a use-after-free); use a group another thread may "
-				       "destroy only inside a read-side section");
+	unsigned i;
+	for (i = 0; i < TALLY__RCU_HELD; i++)
+		if (tally__rcu_self.held[i] == g)
+			return 1;
+	return tally__rcu_self.overflow != 0;
+}
+
+/* This thread took (d 1) or dropped (d -1) a reference to g. */
+static inline void tally__rcu_note_ref(const void *g, int d)
+{
+	unsigned i, fr = TALLY__RCU_HELD;
+	for (i = 0; i < TALLY__RCU_HELD; i++) {
+		if (tally__rcu_self.held[i] == g) {
+			if ((tally__rcu_self.held_n[i] += (unsigned)d) == 0)
+				tally__rcu_self.held[i] = NULL;
+			return;
+		}
+		if (!tally__rcu_self.held[i] && fr == TALLY__RCU_HELD)
+			fr = i;
+	}
+	if (d > 0 && fr < TALLY__RCU_HELD) {
+		tally__rcu_self.held[fr] = g;
+		tally__rcu_self.held_n[fr] = 1;
+	} else {
+		/* not in the table: a put of a reference another thread took
+		 * (handed over), or the table was full when it was taken */
+		tally__rcu_self.overflow += (unsigned)d;
+	}
+}
+
+/* g is destroyed: using it is safe only inside a read-side section or
+ * with a reference held. */
+static inline void tally__rcu_dead_use(const void *g, const char *call)
+{
+	if (!tally__rcu_self.nest && !tally__rcu_holds(g))
+		tally__rcu_abort(call, "the group is destroyed and this thread holds neither "
+				       "a tally_tree_read_lock() nor a reference to it "
+				       "(tally_group_get()): it may be freed at any moment (a "
+				       "use-after-free); use a group another thread may destroy "
+				       "only inside a read-side section or between a get and its put");
 }
 
 TALLY__INLINE void tally__rcu_note_register(int d)
@@ -92,18 +136,19 @@ TALLY__INLINE void tally__rcu_note_lock(int d)
 #  define tally__rcu_check_alive(g, call)                                      \
 	do {                                                                   \
 		if (tally__load(&(g)->tally__dead))                            \
-			tally__rcu_dead_use(call);                             \
+			tally__rcu_dead_use(g, call);                          \
 	} while (0)
 #else
 #  define tally__rcu_check_alive(g, call) ((void)(g), (void)(call))
 #  define tally__rcu_need_registered(t, call) ((void)(t), (void)(call))
-#  define tally__rcu_dead_use(call) ((void)(call))
+#  define tally__rcu_dead_use(g, call) ((void)(g), (void)(call))
+#  define tally__rcu_note_ref(g, d) ((void)(g))
 #  define tally__rcu_note_register(d) ((void)0)
 #  define tally__rcu_note_lock(d) ((void)0)
 #endif
 
 /* A destroyed group: check the rule (TALLY_DEBUG) and answer -EINVAL, the
  * documented result of a call on a destroyed group. */
-#define tally__rcu_dead(call) (tally__rcu_dead_use(call), -EINVAL)
+#define tally__rcu_dead(g, call) (tally__rcu_dead_use(g, call), -EINVAL)
 
 #endif /* TALLY_RSTAT_RCU_H */

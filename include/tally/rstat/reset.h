@@ -48,7 +48,7 @@ static inline int tally__rstat_reset(struct tally_group *g)
 	pthread_mutex_lock(&t->tally__flush.lock);
 	if (tally__load(&g->tally__dead)) {
 		pthread_mutex_unlock(&t->tally__flush.lock);
-		return tally__rcu_dead("tally_group_reset");
+		return tally__rcu_dead(g, "tally_group_reset");
 	}
 	nr = tally__rstat_subtree(g, &v);
 	if (!nr) {
