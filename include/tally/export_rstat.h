@@ -552,7 +552,7 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 		return tally__export_fail(e, -EINVAL, "tree '%s' is NULL", prefix, 0);
 	if (o->flags & ~TALLY_EXPORT_TREE_FLUSH)
 		return tally__export_fail(e, -EINVAL, "tree '%s': unknown flags", prefix, 0);
-	n = t->tally__nr_items;
+	n = t->tally__nr_user;
 	for (i = 0; kinds && i < n; i++)
 		if (kinds[i] != TALLY_EXPORT_COUNTER && kinds[i] != TALLY_EXPORT_GAUGE)
 			return tally__export_fail(e, -EINVAL,

@@ -348,22 +348,16 @@ static inline double tally_hist_error(const struct tally_hist *h)
 
 /* ---- snapshots ----------------------------------------------------------- */
 
-/**
- * tally_hist_snap_init - size s for h's buckets, every count 0 (s then
- * takes h's snapshots, and merges with snapshots of histograms set up with
- * the same options).
- * Returns 0, -EINVAL (NULL s or h) or -ENOMEM (s zeroed: destroy is safe).
- * Any thread; reads only h's fixed layout.
- */
-static inline int tally_hist_snap_init(struct tally_hist_snap *s, const struct tally_hist *h)
+/* tally_hist_snap_init() for the buckets of layout l (a histogram's, or a
+ * group histogram's: tally/rstat.h). 0 or -ENOMEM (s zeroed). */
+static inline int tally__hist_snap_init_layout(struct tally_hist_snap *s,
+					       const struct tally__hist_layout *l)
 {
 	struct tally_hist_snap n;
 	unsigned nr;
-	if (tally__bad(!s || !h || !h->tally__carry))
-		return -EINVAL;
 	memset(s, 0, sizeof(*s));
 	memset(&n, 0, sizeof(n));
-	n.tally__l = h->tally__l;
+	n.tally__l = *l;
 	nr = n.tally__l.nr;
 	n.tally__group_shift = n.tally__l.p > 6u ? n.tally__l.p : 6u;
 	n.tally__nr_groups = ((nr - 1u) >> n.tally__group_shift) + 1u;
@@ -374,12 +368,25 @@ static inline int tally_hist_snap_init(struct tally_hist_snap *s, const struct t
 	n.tally__groups = n.counts + nr;
 	if (n.tally__l.bounds) {
 		n.tally__l.bounds = n.tally__groups + n.tally__nr_groups;
-		memcpy(n.tally__l.bounds, h->tally__l.bounds,
-		       n.tally__l.nr_bounds * sizeof(uint64_t));
+		memcpy(n.tally__l.bounds, l->bounds, n.tally__l.nr_bounds * sizeof(uint64_t));
 	}
 	n.nr_buckets = nr;
 	*s = n;
 	return 0;
+}
+
+/**
+ * tally_hist_snap_init - size s for h's buckets, every count 0 (s then
+ * takes h's snapshots, and merges with snapshots of histograms set up with
+ * the same options).
+ * Returns 0, -EINVAL (NULL s or h) or -ENOMEM (s zeroed: destroy is safe).
+ * Any thread; reads only h's fixed layout.
+ */
+static inline int tally_hist_snap_init(struct tally_hist_snap *s, const struct tally_hist *h)
+{
+	if (tally__bad(!s || !h || !h->tally__carry))
+		return -EINVAL;
+	return tally__hist_snap_init_layout(s, &h->tally__l);
 }
 
 /** tally_hist_snap_destroy - free s's arrays. NULL (or a destroyed s) is a

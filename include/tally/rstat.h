@@ -295,6 +295,7 @@
 #ifndef TALLY_RSTAT_H
 #define TALLY_RSTAT_H
 
+#include <tally/hist.h>
 #include <tally/monotonic.h>
 #include <tally/pcpu.h>
 #include <tally/ref.h>
@@ -374,7 +375,10 @@ extern "C" {
  * calls. */
 struct tally_tree {
 	/* private: use the tally_tree_* calls */
-	unsigned tally__nr_items;
+	unsigned tally__nr_items; /* words per group: items, then histograms' */
+	unsigned tally__nr_user;  /* items (tally_tree_opts.nr_items) */
+	unsigned tally__nr_hists;
+	struct tally__rstat_hist *tally__hists; /* [nr_hists], or NULL */
 	size_t tally__word_off; /* byte offset of word[0] in a slot chunk */
 	size_t tally__prev_off; /* byte offset of prev[0] */
 	struct tally_group *tally__root;
@@ -463,7 +467,22 @@ struct tally_tree_opts {
 	/** NULL, or nr_items entries, each 0 (an event counter) or
 	 * TALLY_GROUP_ITEM_GAUGE. Copied. A reset leaves gauges alone. */
 	const unsigned char *item_flags;
+	/** Histograms per group (tally_group_record()): nr_hists bucket
+	 * layouts, as tally_hist_init() takes them, but precision 0 means
+	 * TALLY_GROUP_HIST_PRECISION_DEFAULT; copied. Histogram h of a
+	 * group is its subtree's. NULL, 0: none. */
+	const struct tally_hist_opts *hists;
+	unsigned nr_hists; /**< how many; their words and the items at most
+			    * TALLY_RSTAT_ITEMS_MAX */
 };
+
+/**
+ * The precision of a group histogram made with precision 0: 2^3 buckets
+ * per power of two, at most 2^-4 (6.25%) relative quantile error; the
+ * default range (1 ns .. 1 h) then has 319 bucket positions, 320 words
+ * per group with the sum (see tally_group_record() for what they cost).
+ */
+#define TALLY_GROUP_HIST_PRECISION_DEFAULT 3u
 
 /**
  * TALLY_GROUP_ITEM_GAUGE - tally_tree_opts.item_flags: the item is a
@@ -475,6 +494,7 @@ struct tally_tree_opts {
 #define TALLY_GROUP_ITEM_GAUGE 0x1u
 
 #include <tally/rstat/rcu.h>
+#include <tally/rstat/hist.h>
 #include <tally/rstat/updated.h>
 #include <tally/rstat/threshold.h>
 #include <tally/rstat/flusher.h>
@@ -509,6 +529,13 @@ static inline struct tally_tree *tally_tree_create_opts(const struct tally_tree_
 			errno = EINVAL;
 			return NULL;
 		}
+	{
+		size_t words;
+		if (tally__bad(tally__rstat_hists_check(o, &words))) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	return tally__rstat_tree_create(o);
 }
 
@@ -1049,25 +1076,62 @@ static inline void tally__rstat_mod_dying(struct tally_group *g, unsigned item, 
 }
 
 /*
- * tally_group_mod() for what its first check turns away: NULL g or a bad
- * item (-EINVAL, an assertion in TALLY_DEBUG builds), g destroyed (the
- * dying update; TALLY_DEBUG builds abort outside a read-side section), or
- * a live g whose chunk the mark path cannot reach (fast_items 0: the
- * fenced update).
+ * An update of a valid item that the fast path does not take: g destroyed
+ * (the dying update; TALLY_DEBUG builds abort outside a read-side section
+ * and without a reference), or a live g whose chunk the mark path cannot
+ * reach (fast_items 0: the fenced update).
  */
-static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, tally_sword delta)
+static inline void tally__rstat_mod_other(struct tally_group *g, unsigned item, tally_sword delta)
 {
-	if (tally__bad(!g || item >= g->tally__nr_items))
-		return -EINVAL;
 	if (tally__unlikely(tally__load(&g->tally__dead))) {
 		tally__rcu_dead_use(g, "tally_group_mod");
 		if (delta)
 			tally__rstat_mod_dying(g, item, delta);
-		return 0;
+		return;
 	}
 	if (delta)
 		tally__rstat_mod_fenced(g, item, delta);
+}
+
+/*
+ * tally_group_mod() for what its first check turns away: NULL g or a bad
+ * item (-EINVAL, an assertion in TALLY_DEBUG builds; a histogram's words,
+ * past the tree's items, are not the caller's), or what
+ * tally__rstat_mod_other() takes.
+ */
+static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, tally_sword delta)
+{
+	if (tally__bad(!g || item >= g->tally__tree->tally__nr_user))
+		return -EINVAL;
+	tally__rstat_mod_other(g, item, delta);
 	return 0;
+}
+
+/*
+ * The update of word item (an item, or a histogram's word) of a live g
+ * that the mark path reaches (fast_items not 0), delta != 0: the rseq add
+ * and marks where there are, else the fenced update.
+ */
+TALLY__INLINE void tally__rstat_mod_fast(struct tally_group *g, unsigned item, tally_sword delta)
+{
+#if TALLY__HAVE_RSEQ
+	/* The add and the dirty marks, no barrier (updated.h). */
+	unsigned char *base = g->tally__pcpu.base;
+	size_t soff;
+	unsigned long gen;
+	if (tally__likely(tally__rstat_rseq_mod(g, base + (size_t)item * sizeof(tally_uword),
+						 (tally_uword)delta, &soff))) {
+		/* tally__rstat_count_settled(), at the slot's chunk (base +
+		 * soff: its regions are one region apart) */
+		gen = tally__rstat_gen(g->tally__tree);
+		if (tally__unlikely(tally__load(&((struct tally__rstat_cpu *)(void *)(base + soff))
+							 ->anc_gen) != gen))
+			tally__rstat_mod_count(g, (unsigned)(soff >> TALLY_PCPU_REGION_SHIFT), delta,
+					       gen);
+		return;
+	}
+#endif
+	tally__rstat_mod_fenced(g, item, delta);
 }
 
 /**
@@ -1093,31 +1157,121 @@ TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword
 	 * path cannot reach (fast_items 0 for both). */
 	if (tally__unlikely(!g || item >= tally__load(&g->tally__fast_items)))
 		return tally__rstat_mod_slow(g, item, delta);
-	if (!delta)
-		return 0;
-#if TALLY__HAVE_RSEQ
-	{
-		/* The add and the dirty marks, no barrier (updated.h). */
-		unsigned char *base = g->tally__pcpu.base;
-		size_t soff;
-		unsigned long gen;
-		if (tally__likely(tally__rstat_rseq_mod(g, base + (size_t)item * sizeof(tally_uword),
-							 (tally_uword)delta, &soff))) {
-			/* tally__rstat_count_settled(), at the slot's chunk
-			 * (base + soff: its regions are one region apart) */
-			gen = tally__rstat_gen(g->tally__tree);
-			if (tally__unlikely(tally__load(&((struct tally__rstat_cpu *)(void *)(base + soff))
-								 ->anc_gen) != gen))
-				tally__rstat_mod_count(g, (unsigned)(soff >> TALLY_PCPU_REGION_SHIFT),
-						       delta, gen);
-			return 0;
-		}
-	}
-#endif
-	tally__rstat_mod_fenced(g, item, delta);
+	if (delta)
+		tally__rstat_mod_fast(g, item, delta);
 	return 0;
 }
 #endif
+
+/* ---- histograms per group ------------------------------------------------ */
+
+/**
+ * tally_group_record - record value v into histogram h of g
+ * (tally_tree_opts.hists): the value's bucket gains 1 and the sum v, as
+ * two updates of g, so everything tally_group_mod() says holds for each:
+ * any thread, wait-free, no lock; a flush that starts after the call
+ * returned and covers g reflects it; on a group being destroyed (held by
+ * a read-side section or a reference) it counts for the nearest live
+ * ancestor. g's histogram h is, after a flush, the histogram of every
+ * value recorded into g's subtree (tally_group_hist_snapshot()), as an
+ * item is the sum of its subtree's updates.
+ * Returns 0, or -EINVAL (NULL g, h out of range, v < 0: nothing recorded).
+ * Cost: the bucket math of tally_hist_record() and two tally_group_mod()
+ * fast paths (bench/bench_rstat.c, group_record). Memory: per group, 3
+ * words per bucket position and 3 for the sum (state, local, pending),
+ * and per CPU slot that recorded into it 2 words each (the slot's word and
+ * its flush snapshot), in the arena's demand-zero pages: a CPU that never
+ * recorded into g costs nothing resident; a flush visits every word of
+ * a group a slot updated.
+ */
+static inline int tally_group_record(struct tally_group *g, unsigned h, int64_t v)
+{
+	const struct tally__rstat_hist *x;
+	unsigned w;
+	if (tally__bad(!g || h >= g->tally__tree->tally__nr_hists || v < 0))
+		return -EINVAL;
+	x = &g->tally__tree->tally__hists[h];
+	w = x->first + tally__hist_pos(&x->l, (uint64_t)v);
+	if (tally__unlikely(!tally__load(&g->tally__fast_items))) {
+		tally__rstat_mod_other(g, w, 1);
+		tally__rstat_mod_other(g, x->first + x->l.nr, (tally_sword)v);
+		return 0;
+	}
+	tally__rstat_mod_fast(g, w, 1);
+	if (v)
+		tally__rstat_mod_fast(g, x->first + x->l.nr, (tally_sword)v);
+	return 0;
+}
+
+/** tally_tree_nr_hists - how many histograms t's groups have (0 for NULL). */
+static inline unsigned tally_tree_nr_hists(const struct tally_tree *t)
+{
+	return t ? t->tally__nr_hists : 0u;
+}
+
+/**
+ * tally_group_hist_snap_init - set s up for histogram h of t's groups
+ * (then tally_hist_quantile(), _merge(), _delta(), bucket_range() and
+ * tally_hist_snap_destroy() take it as any snapshot).
+ * Returns 0, -EINVAL (NULL s or t, h out of range) or -ENOMEM (s zeroed).
+ */
+static inline int tally_group_hist_snap_init(struct tally_hist_snap *s, const struct tally_tree *t,
+					     unsigned h)
+{
+	if (tally__bad(!s || !t || h >= t->tally__nr_hists))
+		return -EINVAL;
+	return tally__hist_snap_init_layout(s, &t->tally__hists[h].l);
+}
+
+/* The checks of the snapshot calls; 0 or -EINVAL. */
+static inline int tally__group_hist_args(const struct tally_group *g, unsigned h,
+					 const struct tally_hist_snap *s)
+{
+	if (tally__bad(!g || !s || !s->counts || h >= g->tally__tree->tally__nr_hists ||
+		       !tally__hist_layout_eq(&g->tally__tree->tally__hists[h].l, &s->tally__l)))
+		return -EINVAL;
+	tally__rcu_check_alive(g, "tally_group_hist_snapshot");
+	return 0;
+}
+
+/**
+ * tally_group_hist_snapshot - histogram h of g's subtree, as of g's last
+ * flush, since g's last reset (tally_group_reset(): histograms are
+ * counters, a reset starts them from 0), into s (tally_group_hist_snap_init()).
+ * Flush first (tally_group_flush_force()) for every record that returned
+ * before. One flush's values (read under the flush lock): count is the sum
+ * of the buckets; a record that raced with that flush may have its bucket
+ * in it and its value not yet in sum, or the reverse, until the next
+ * flush (the two are separate updates; tally_hist's snapshots are whole
+ * records, at a cost the group path does not pay).
+ * On a 32-bit-word build (TALLY_WORD_BITS 32) each bucket and the sum
+ * are counted modulo 2^32, as items are (exporters widen them).
+ * Returns 0 or -EINVAL (NULL g or s, h out of range, s sized for other
+ * buckets; s untouched). Blocking (the flush lock); a destroyed g reads
+ * as its destroy left it.
+ */
+static inline int tally_group_hist_snapshot(struct tally_group *g, unsigned h,
+					    struct tally_hist_snap *s)
+{
+	if (tally__group_hist_args(g, h, s))
+		return -EINVAL;
+	tally__rstat_hist_read(g, &g->tally__tree->tally__hists[h], s, 0, 1);
+	return 0;
+}
+
+/**
+ * tally_group_hist_snapshot_raw - as tally_group_hist_snapshot(), but all
+ * records ever (resets do not move it: for exporters), hierarchical, or
+ * g's own records alone when local is true.
+ */
+static inline int tally_group_hist_snapshot_raw(struct tally_group *g, unsigned h,
+						struct tally_hist_snap *s, bool local)
+{
+	if (tally__group_hist_args(g, h, s))
+		return -EINVAL;
+	tally__rstat_hist_read(g, &g->tally__tree->tally__hists[h], s, local, 0);
+	return 0;
+}
 
 /** tally_group_needs_flush - g's threshold count exceeds batch * ncpus.
  * false for NULL or a destroyed g. Wait-free. */

@@ -33,6 +33,9 @@
  *     TALLY_GROUP_ITEM_GAUGE, so a reset leaves it; the counters are
  *     checked raw, tally_group_read_monotonic());
  *   - perturbation (perturb.h) of the workers and destroyers.
+ * Each request also records its bytes in into the groups' histogram
+ * (tally_group_record()), before its last updates: each org's histogram
+ * must hold one value per request, their sum the bytes in.
  * At quiesce (workers joined): a forced root flush; every live tenant and
  * child, every org and the root must read 0 in flight; each org's raw
  * requests and bytes must equal the workers' counts for it, and the
@@ -90,6 +93,7 @@ struct worker {
 	pthread_t tid;
 	int id;
 	tally_uword requests[NORG], bytes[NORG]; /* in flight: +1 - 1 per request, 0 */
+	tally_uword bytes_in[NORG];              /* the histogram's sum */
 	unsigned long long n, after_destroy, waited, refused;
 };
 static struct worker ws[NWORKERS];
@@ -158,6 +162,8 @@ static void *worker_main(void *arg)
 		 * destroy returned; the updates below then find g destroyed. */
 		if (__atomic_load_n(&slots[k].destroyed, __ATOMIC_ACQUIRE) >= serial)
 			w->after_destroy++;
+		if (tally_group_record(g, 0, (int64_t)in))
+			w->refused++;
 		mod(w, g, BYTES, (tally_sword)out);
 		mod(w, g, INFLIGHT, -1);
 #ifdef STRESS_REFS
@@ -167,6 +173,7 @@ static void *worker_main(void *arg)
 #endif
 		w->requests[o] += 1;
 		w->bytes[o] += in + out;
+		w->bytes_in[o] += in;
 		w->n++;
 	}
 	__atomic_store_n(&w->n, w->n + (sink & 0), __ATOMIC_RELAXED);
@@ -283,7 +290,10 @@ static tally_uword raw(struct tally_group *g, unsigned item)
 	return (tally_uword)(tally_group_read_monotonic(g, item) - TALLY_MONOTONIC_BIAS);
 }
 
-/* Every org and the root: 0 in flight, raw counters exact. */
+static struct tally_hist_snap snap; /* the histogram's, for check_totals() */
+
+/* Every org and the root: 0 in flight, raw counters exact, histograms
+ * exact. */
 static void check_totals(const char *when)
 {
 	tally_uword req_all = 0, bytes_all = 0;
@@ -307,6 +317,14 @@ static void check_totals(const char *when)
 		CHECK_EQ(raw(org[o], REQUESTS), req);
 		CHECK_EQ(raw(org[o], BYTES), bytes);
 		CHECK_EQ(tally_group_read_local(org[o], INFLIGHT), 0);
+		{
+			tally_uword in = 0;
+			for (k = 0; k < NWORKERS; k++)
+				in += ws[k].bytes_in[o];
+			CHECK_EQ(tally_group_hist_snapshot_raw(org[o], 0, &snap, false), 0);
+			CHECK_EQ((tally_uword)snap.count, req);
+			CHECK_EQ((tally_uword)snap.sum, in);
+		}
 		req_all += req;
 		bytes_all += bytes;
 	}
@@ -323,6 +341,8 @@ static void check_totals(const char *when)
 int main(void)
 {
 	static const unsigned char flags[NITEMS] = {TALLY_GROUP_ITEM_GAUGE, 0, 0};
+	static const uint64_t bounds[] = {100, 1000, 3000};
+	struct tally_hist_opts hopts = {0, 0, 0, bounds, 3};
 	struct tally_tree_opts opts;
 	struct perturb_opts po;
 	pthread_t d[NDESTROYERS], fl;
@@ -335,6 +355,8 @@ int main(void)
 	memset(&opts, 0, sizeof(opts));
 	opts.nr_items = NITEMS;
 	opts.item_flags = flags;
+	opts.hists = &hopts;
+	opts.nr_hists = 1;
 	opts.batch = 8;          /* thresholded flushes happen */
 	opts.period_ns = 100000; /* ratelimited ones too */
 	tree = tally_tree_create_opts(&opts);
@@ -342,6 +364,7 @@ int main(void)
 	if (!tree)
 		return harness_exit(NAME);
 	root = tally_tree_root(tree);
+	CHECK_EQ(tally_group_hist_snap_init(&snap, tree, 0), 0);
 	for (o = 0; o < NORG; o++)
 		org[o] = tally_group_create(root);
 	for (k = 0; k < NSLOTS; k++) {
@@ -408,6 +431,7 @@ int main(void)
 	/* The case under test must have happened, or the run shows nothing. */
 	CHECK(after > 0, "no request ended on a destroyed tenant");
 	CHECK(destroys > 0, "no tenant was destroyed");
+	tally_hist_snap_destroy(&snap);
 	tally_tree_destroy(tree);
 	urcu_memb_unregister_thread();
 	return harness_exit(NAME);

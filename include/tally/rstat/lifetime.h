@@ -81,9 +81,9 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	g->tally__nr_items = (unsigned)n;
 #if TALLY__HAVE_RSEQ
 	/* the byte path reaches the chunk with a constant shift */
-	g->tally__fast_items = g->tally__pcpu.shift == TALLY_PCPU_REGION_SHIFT ? (unsigned)n : 0u;
+	g->tally__fast_items = g->tally__pcpu.shift == TALLY_PCPU_REGION_SHIFT ? t->tally__nr_user : 0u;
 #else
-	g->tally__fast_items = (unsigned)n;
+	g->tally__fast_items = t->tally__nr_user;
 #endif
 	g->tally__state = (tally_uword *)(g + 1);
 	g->tally__local = g->tally__state + n;
@@ -174,7 +174,11 @@ static inline struct tally_tree *tally__rstat_tree_create(const struct tally_tre
 	t = (struct tally_tree *)calloc(1, sizeof(*t));
 	if (!t)
 		goto nomem;
-	t->tally__nr_items = o->nr_items;
+	/* The items, then each histogram's words (tally__rstat_hists_setup()). */
+	if (tally__rstat_hists_setup(t, o)) {
+		free(t);
+		goto nomem;
+	}
 	t->tally__flush.gen = tally__rstat_gen_next(0); /* never 0: see anc_gen */
 	t->tally__thr.batch = o->batch ? o->batch : TALLY_RSTAT_BATCH;
 	t->tally__thr.threshold = (uint64_t)t->tally__thr.batch * tally__rstat_online_cpus();
@@ -185,12 +189,13 @@ static inline struct tally_tree *tally__rstat_tree_create(const struct tally_tre
 #endif
 	hdr = TALLY__RSTAT_WORD_OFF;
 	t->tally__word_off = hdr;
-	t->tally__prev_off = hdr + o->nr_items * sizeof(tally_uword);
+	t->tally__prev_off = hdr + t->tally__nr_items * sizeof(tally_uword);
 	t->tally__rcu.flavor = o->flavor ? o->flavor : &TALLY_URCU_DEFAULT_FLAVOR;
 	t->tally__rcu.auto_register =
 		TALLY__URCU_AUTO_REGISTER && t->tally__rcu.flavor == &TALLY_URCU_DEFAULT_FLAVOR;
 	if (o->item_flags) {
-		t->tally__item_flags = (unsigned char *)malloc(o->nr_items);
+		/* a histogram's words: counters (0) */
+		t->tally__item_flags = (unsigned char *)calloc(t->tally__nr_items, 1);
 		if (!t->tally__item_flags)
 			goto nomem_t;
 		memcpy(t->tally__item_flags, o->item_flags, o->nr_items);
@@ -225,6 +230,7 @@ nomem_ids:
 	tally__rstat_ids_free(&t->tally__ids);
 nomem_t:
 	free(t->tally__item_flags);
+	tally__rstat_hists_free(t);
 	free(t);
 nomem:
 	errno = ENOMEM;
@@ -447,6 +453,7 @@ static inline void tally__rstat_tree_destroy(struct tally_tree *t)
 	tally__rstat_ids_free(&t->tally__ids);
 	tally__rstat_names_free(t);
 	free(t->tally__item_flags);
+	tally__rstat_hists_free(t);
 	free(t);
 }
 

@@ -28,7 +28,7 @@ static inline void tally__rstat_names_free(struct tally_tree *t)
 	unsigned i;
 	if (!names)
 		return;
-	for (i = 0; i < t->tally__nr_items; i++)
+	for (i = 0; i < t->tally__nr_user; i++)
 		free(names[i]);
 	free(names);
 	t->tally__item_names = NULL;
@@ -52,7 +52,7 @@ static inline int tally_tree_set_item_names(struct tally_tree *t, const char *co
 		return -EINVAL;
 	if (__atomic_load_n(&t->tally__item_names, __ATOMIC_ACQUIRE))
 		return -EBUSY;
-	n = t->tally__nr_items;
+	n = t->tally__nr_user;
 	copy = (char **)calloc(n, sizeof(*copy));
 	if (!copy)
 		return -ENOMEM;
@@ -89,7 +89,7 @@ static inline int tally_tree_set_item_names(struct tally_tree *t, const char *co
 static inline const char *tally_tree_item_name(const struct tally_tree *t, unsigned item)
 {
 	char **names;
-	if (tally__bad(!t) || item >= t->tally__nr_items)
+	if (tally__bad(!t) || item >= t->tally__nr_user)
 		return NULL;
 	/* Acquire: pairs with the release CAS in tally_tree_set_item_names(). */
 	names = __atomic_load_n(&t->tally__item_names, __ATOMIC_ACQUIRE);
