@@ -26,6 +26,12 @@
  *   counter_add/tally_default  the same with the default batch: the
  *                              baseline for group_mod's ratio in the same
  *                              run (what a user calls beside it)
+ *   group_record/tally         tally_group_record(g, 0, v) on each thread's
+ *                              own group, v from a table of latencies
+ *                              (300 ns .. 1 ms): issue 28's target, within
+ *                              1.5x of the flat record beside it
+ *   hist_record/flat           tally_hist_record(h, v), the same values,
+ *                              one tally_hist with the same buckets
  *   group_get_put/tally        tally_group_get(g) then tally_group_put(g)
  *                              on each thread's own live group: two items
  *                              per pair (issue 29's target: each within
@@ -131,6 +137,114 @@ static struct cbench *depths(struct cbench *b)
 	return cbench_arg(cbench_arg(cbench_arg(cbench_arg_name(cbench_env_threads(b), "depth"), 1),
 				     4),
 			  8);
+}
+
+/* ---- histograms per group ------------------------------------------------- */
+
+static int64_t lat_table[1024]; /* latencies in ns, 300 .. 1,000,000 */
+static struct tally_hist flat;
+
+static void lat_fill(void)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned i;
+	for (i = 0; i < 1024; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		/* log-uniform: 300 ns .. about 1 ms */
+		lat_table[i] = (int64_t)(300u << (x % 12)) + (int64_t)(x >> 40) % 300;
+	}
+}
+
+static int group_record_setup(struct cbench_state *s, void *arg)
+{
+	struct mod_case *m = (struct mod_case *)arg;
+	static struct tally_hist_opts h; /* precision 0: the group default */
+	struct tally_tree_opts o;
+	int threads = cbench_nthreads(s), i;
+	lat_fill();
+	memset(&o, 0, sizeof(o));
+	o.nr_items = ITEMS;
+	o.hists = &h;
+	o.nr_hists = 1;
+	m->tree = tally_tree_create_opts(&o);
+	m->leaf = (struct tally_group **)calloc((size_t)threads, sizeof(*m->leaf));
+	if (!m->tree || !m->leaf)
+		return -1;
+	for (i = 0; i < threads; i++)
+		if (!(m->leaf[i] = tally_group_create(tally_tree_root(m->tree))))
+			return -1;
+	m->flusher = NULL;
+	return 0;
+}
+
+/* The root's histogram holds every record. */
+static void group_record_teardown(struct cbench_state *s, void *arg)
+{
+	struct mod_case *m = (struct mod_case *)arg;
+	uint64_t want = cbench_iterations(s) * UNROLL * (uint64_t)cbench_nthreads(s);
+	struct tally_hist_snap sn = {0};
+	int ok;
+	tally_group_flush_force(tally_tree_root(m->tree));
+	ok = !tally_group_hist_snap_init(&sn, m->tree, 0) &&
+	     !tally_group_hist_snapshot(tally_tree_root(m->tree), 0, &sn) &&
+	     (tally_uword)sn.count == (tally_uword)want;
+	tally_hist_snap_destroy(&sn);
+	cbench_check(s, ok, "root histogram count after flush");
+	tally_tree_destroy(m->tree);
+	free(m->leaf);
+	m->tree = NULL;
+	m->leaf = NULL;
+}
+
+static void group_record_body(struct cbench_state *s, void *arg)
+{
+	struct mod_case *m = (struct mod_case *)arg;
+	struct tally_group *g = NULL;
+	uint64_t n, i;
+	unsigned k = (unsigned)cbench_thread_index(s) * 97u;
+	while (cbench_batch(s, &n)) {
+		g = m->leaf[cbench_thread_index(s)];
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++)
+				tally_group_record(g, 0, lat_table[k++ & 1023u]);
+	}
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
+static int flat_setup(struct cbench_state *s, void *arg)
+{
+	struct tally_hist_opts o;
+	(void)s;
+	(void)arg;
+	lat_fill();
+	memset(&o, 0, sizeof(o));
+	o.precision = TALLY_GROUP_HIST_PRECISION_DEFAULT; /* the same buckets */
+	return tally_hist_init(&flat, &o);
+}
+
+static void flat_teardown(struct cbench_state *s, void *arg)
+{
+	uint64_t want = cbench_iterations(s) * UNROLL * (uint64_t)cbench_nthreads(s);
+	struct tally_hist_snap sn = {0};
+	int ok;
+	(void)arg;
+	ok = !tally_hist_snap_init(&sn, &flat) && !tally_hist_snapshot(&flat, &sn) &&
+	     sn.count == want;
+	tally_hist_snap_destroy(&sn);
+	cbench_check(s, ok, "flat histogram count");
+	tally_hist_destroy(&flat);
+}
+
+static void flat_body(struct cbench_state *s, void *arg)
+{
+	uint64_t n, i;
+	unsigned k = (unsigned)cbench_thread_index(s) * 97u;
+	(void)arg;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++)
+			for (int j = 0; j < UNROLL; j++)
+				tally_hist_record(&flat, lat_table[k++ & 1023u]);
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
 }
 
 /* A reference taken and dropped on the thread's own group. */
@@ -526,6 +640,11 @@ CBENCH_INIT(register_rstat)
 			    mod_teardown));
 	depths(cbench_setup(cbench_register("group_mod_flushed/tally", mod_body, &mod_flushed),
 			    mod_setup, mod_teardown));
+	cbench_env_threads(cbench_setup(cbench_register("group_record/tally", group_record_body,
+							&mod_plain),
+					group_record_setup, group_record_teardown));
+	cbench_env_threads(cbench_setup(cbench_register("hist_record/flat", flat_body, NULL),
+					flat_setup, flat_teardown));
 	cbench_arg(cbench_arg_name(cbench_env_threads(cbench_setup(
 					   cbench_register("group_get_put/tally", get_put_body, &mod_plain),
 					   mod_setup, get_put_teardown)),
