@@ -360,3 +360,105 @@ Test(export_tree, item_labels)
 	       "x_requests{method=\"get\"} 5\nx_requests{method=\"set\"} 3\nx_bytes 100\n");
 	done(t, a);
 }
+
+/* ---- issue 28: a histogram per group, a family with a row per group ---- */
+
+Test(export_tree, group_histograms)
+{
+	static const uint64_t bounds[] = {1000, 5000, 20000};
+	static const char *const items[] = {"requests"};
+	static const char *const hnames[] = {"latency_seconds"};
+	static const char *const hhelps[] = {"Request latency."};
+	struct tally_hist_opts h = {0, 0, 0, bounds, 3};
+	struct tally_export_hist_opts eo = {1e-6, 0, NULL, 0}; /* us recorded */
+	struct tally_export_tree_opts xo;
+	struct tally_tree_opts o;
+	struct tally_tree *t;
+	struct tally_group *a, *b;
+	memset(&o, 0, sizeof(o));
+	o.nr_items = 1;
+	o.hists = &h;
+	o.nr_hists = 1;
+	t = tally_tree_create_opts(&o);
+	cr_assert(t);
+	cr_assert_eq(tally_tree_set_item_names(t, items), 0);
+	a = tally_group_create_named(tally_tree_root(t), "a");
+	b = tally_group_create_named(a, "b");
+	memset(&xo, 0, sizeof(xo));
+	xo.prefix = "x";
+	xo.flags = TALLY_EXPORT_TREE_FLUSH;
+	xo.hist_names = hnames;
+	xo.hist_helps = hhelps;
+	xo.hist_opts = &eo;
+	cr_assert_eq(tally_export_add_tree(&E, t, &xo), 0, "%s", tally_export_error(&E));
+	tally_group_record(a, 0, 700);
+	tally_group_record(b, 0, 3000);
+	tally_group_record(b, 0, 3000);
+	tally_group_record(b, 0, 90000);
+	tally_group_mod(b, 0, 4);
+	expect(&E, TALLY_EXPORT_PROMETHEUS,
+	       "# HELP x_requests_total tally tree item (this group and its descendants)\n"
+	       "# TYPE x_requests_total counter\n"
+	       "x_requests_total{group=\"/\"} 4\n"
+	       "x_requests_total{group=\"/a\"} 4\n"
+	       "x_requests_total{group=\"/a/b\"} 4\n"
+	       "# HELP x_requests_local_total tally tree item (this group alone)\n"
+	       "# TYPE x_requests_local_total counter\n"
+	       "x_requests_local_total{group=\"/\"} 0\n"
+	       "x_requests_local_total{group=\"/a\"} 0\n"
+	       "x_requests_local_total{group=\"/a/b\"} 4\n"
+	       "# HELP x_latency_seconds Request latency.\n"
+	       "# TYPE x_latency_seconds histogram\n"
+	       "x_latency_seconds_bucket{group=\"/\",le=\"0.001\"} 1\n"
+	       "x_latency_seconds_bucket{group=\"/\",le=\"0.005\"} 3\n"
+	       "x_latency_seconds_bucket{group=\"/\",le=\"0.02\"} 3\n"
+	       "x_latency_seconds_bucket{group=\"/\",le=\"+Inf\"} 4\n"
+	       "x_latency_seconds_sum{group=\"/\"} 0.0967\n"
+	       "x_latency_seconds_count{group=\"/\"} 4\n"
+	       "x_latency_seconds_bucket{group=\"/a\",le=\"0.001\"} 1\n"
+	       "x_latency_seconds_bucket{group=\"/a\",le=\"0.005\"} 3\n"
+	       "x_latency_seconds_bucket{group=\"/a\",le=\"0.02\"} 3\n"
+	       "x_latency_seconds_bucket{group=\"/a\",le=\"+Inf\"} 4\n"
+	       "x_latency_seconds_sum{group=\"/a\"} 0.0967\n"
+	       "x_latency_seconds_count{group=\"/a\"} 4\n"
+	       "x_latency_seconds_bucket{group=\"/a/b\",le=\"0.001\"} 0\n"
+	       "x_latency_seconds_bucket{group=\"/a/b\",le=\"0.005\"} 2\n"
+	       "x_latency_seconds_bucket{group=\"/a/b\",le=\"0.02\"} 2\n"
+	       "x_latency_seconds_bucket{group=\"/a/b\",le=\"+Inf\"} 3\n"
+	       "x_latency_seconds_sum{group=\"/a/b\"} 0.096\n"
+	       "x_latency_seconds_count{group=\"/a/b\"} 3\n");
+	expect(&E, TALLY_EXPORT_STAT,
+	       "x_requests 4\nx_latency_seconds_count 4\nx_latency_seconds_sum 0.0967\n");
+	{
+		char *js = render(&E, TALLY_EXPORT_JSON);
+		cr_assert(strstr(js, "{\"name\":\"x_latency_seconds\",\"type\":\"histogram\",\"help\":"
+				     "\"Request latency.\",\"samples\":[{\"labels\":{\"group\":\"/\"},"
+				     "\"count\":4,\"sum\":0.0967,\"buckets\":[{\"le\":0.001,\"count\":1},"),
+			  "%s", js);
+		free(js);
+	}
+	/* A reset moves nothing exported; a destroyed group's records stay
+	 * in its parent's row. */
+	cr_assert_eq(tally_tree_reset(t), 0);
+	cr_assert_eq(tally_group_destroy(b), 0);
+	tally_group_record(a, 0, 20000);
+	expect(&E, TALLY_EXPORT_STAT,
+	       "x_requests 4\nx_latency_seconds_count 5\nx_latency_seconds_sum 0.1167\n");
+	/* bad options: nothing registered */
+	{
+		struct tally_export_hist_opts bad = {-1.0, 0, NULL, 0};
+		static const uint64_t notours[] = {1500};
+		struct tally_export_hist_opts bad2 = {0, 0, notours, 1};
+		xo.prefix = "y";
+		xo.hist_opts = &bad;
+		cr_assert_eq(tally_export_add_tree(&E, t, &xo), -EINVAL);
+		xo.hist_opts = &bad2; /* not one of the explicit bounds */
+		cr_assert_eq(tally_export_add_tree(&E, t, &xo), -EINVAL);
+		cr_assert(strstr(tally_export_error(&E), "not one of the histogram's bounds"), "%s",
+			  tally_export_error(&E));
+	}
+	tally_export_destroy(&E);
+	tally_export_init(&E);
+	cr_assert_eq(tally_group_destroy(a), 0);
+	tally_tree_destroy(t);
+}

@@ -310,37 +310,58 @@ static inline void tally__export_release_hist(struct tally__export_source *s)
 
 #define TALLY__EXPORT_HIST_INF 0xffffffffu
 
-/* Member c's labels, then le (when le_at: the upper edge of position
- * le_pos, or "+Inf" when le_pos is TALLY__EXPORT_HIST_INF), as the text formats write them
- * ("{a=\"1\",le=\"0.5\"}"; nothing for no labels at all), or JSON's
- * members ("\"a\":\"1\""; mode TALLY__EXPORT_ESC_JSON). */
+/* How the writer sees member c of a histogram family: its labels (a
+ * row's label first, a tree's group, then the series' own) and values. */
+struct tally__export_hist_view {
+	const char *row_name, *row_value; /* NULL: no row label */
+	const char *col_labels;           /* "name\0value\0...\0", or NULL */
+	const uint64_t *counts;           /* per bucket position */
+	uint64_t count, sum;
+};
+
+typedef void (*tally__export_hist_view_fn)(const struct tally__export_source *src,
+					   const struct tally__export_family *f, unsigned c,
+					   struct tally__export_hist_view *v);
+
+/* Member v's labels, then le (when le_at: the upper edge of position
+ * le_pos of l, or "+Inf" when le_pos is TALLY__EXPORT_HIST_INF), as the
+ * text formats write them ("{a=\"1\",le=\"0.5\"}"; nothing for no labels
+ * at all), or JSON's members ("\"a\":\"1\""; mode TALLY__EXPORT_ESC_JSON). */
 static inline void tally__export_hist_labels(struct tally__export_sink *k,
-					     const struct tally__export_family *f,
-					     const struct tally__export_hist *x, unsigned c,
+					     const struct tally__export_hist_view *v,
+					     const struct tally__hist_layout *l, double scale,
 					     int le_at, unsigned le_pos,
 					     enum tally__export_escape mode)
 {
-	const char *l = f->nr_cols ? f->col_labels[c] : NULL;
+	const char *lb = v->col_labels;
 	int json = mode == TALLY__EXPORT_ESC_JSON, first = 1;
 	uint64_t lo, hi;
-	if (!le_at && !l)
+	if (!le_at && !lb && !v->row_name)
 		return;
 	if (!json)
 		tally__export_put(k, "{", 1);
-	for (; l && *l; l += strlen(l) + 1, l += strlen(l) + 1) {
+	if (v->row_name) {
+		tally__export_puts(k, json ? "\"" : "");
+		tally__export_puts(k, v->row_name);
+		tally__export_puts(k, json ? "\":\"" : "=\"");
+		tally__export_put_escaped(k, v->row_value, mode);
+		tally__export_put(k, "\"", 1);
+		first = 0;
+	}
+	for (; lb && *lb; lb += strlen(lb) + 1, lb += strlen(lb) + 1) {
 		tally__export_puts(k, first ? "" : ",");
 		first = 0;
 		tally__export_puts(k, json ? "\"" : "");
-		tally__export_puts(k, l);
+		tally__export_puts(k, lb);
 		tally__export_puts(k, json ? "\":\"" : "=\"");
-		tally__export_put_escaped(k, l + strlen(l) + 1, mode);
+		tally__export_put_escaped(k, lb + strlen(lb) + 1, mode);
 		tally__export_put(k, "\"", 1);
 	}
 	if (le_at) {
 		tally__export_puts(k, first ? "le=\"" : ",le=\"");
 		if (le_pos != TALLY__EXPORT_HIST_INF) {
-			tally__hist_pos_range(&x->m[c].snap.tally__l, le_pos, &lo, &hi);
-			tally__export_put_scaled(k, hi, x->scale);
+			tally__hist_pos_range(l, le_pos, &lo, &hi);
+			tally__export_put_scaled(k, hi, scale);
 		} else {
 			tally__export_puts(k, "+Inf");
 		}
@@ -350,35 +371,47 @@ static inline void tally__export_hist_labels(struct tally__export_sink *k,
 		tally__export_put(k, "}", 1);
 }
 
-/* One line "family suffix{labels} value" of member c (text formats). */
+/* One line "family suffix{labels} value" of member v (text formats). */
 static inline void tally__export_hist_line(struct tally__export_sink *k,
 					   const struct tally__export_family *f,
-					   const struct tally__export_hist *x, unsigned c,
+					   const struct tally__export_hist_view *v,
+					   const struct tally__hist_layout *l, double scale,
 					   const char *suffix, int le_at, unsigned le_pos,
-					   uint64_t v, int scaled)
+					   uint64_t val, int scaled)
 {
 	tally__export_puts(k, f->name);
 	tally__export_puts(k, suffix);
-	tally__export_hist_labels(k, f, x, c, le_at, le_pos, TALLY__EXPORT_ESC_QUOTED);
+	tally__export_hist_labels(k, v, l, scale, le_at, le_pos, TALLY__EXPORT_ESC_QUOTED);
 	tally__export_put(k, " ", 1);
 	if (scaled)
-		tally__export_put_scaled(k, v, x->scale);
+		tally__export_put_scaled(k, val, scale);
 	else
-		tally__export_put_u64(k, v);
+		tally__export_put_u64(k, val);
 	tally__export_put(k, "\n", 1);
 }
 
-static inline void tally__export_write_hist(struct tally__export_sink *k, int fmt,
-					    const struct tally__export_family *f,
-					    const struct tally__export_source *src)
+/*
+ * A histogram family f in format fmt: nr members, member c seen through
+ * view(src, c, ...), buckets of layout l, exported at the positions
+ * edges[0..nr_edges) and +Inf, values times scale; TALLY_EXPORT_STAT
+ * writes the first nr_stat members' _count and _sum.
+ */
+static inline void tally__export_hist_family(struct tally__export_sink *k, int fmt,
+					     const struct tally__export_family *f,
+					     const struct tally__export_source *src,
+					     tally__export_hist_view_fn view, unsigned nr,
+					     unsigned nr_stat, const struct tally__hist_layout *l,
+					     double scale, const unsigned *edges, unsigned nr_edges)
 {
-	const struct tally__export_hist *x = (const struct tally__export_hist *)src->priv;
+	struct tally__export_hist_view v;
 	unsigned c, i, j;
 	uint64_t cum;
 	if (fmt == TALLY_EXPORT_STAT) {
-		for (c = 0; c < x->nr; c++) {
-			tally__export_hist_line(k, f, x, c, "_count", 0, 0, x->m[c].snap.count, 0);
-			tally__export_hist_line(k, f, x, c, "_sum", 0, 0, x->m[c].snap.sum, 1);
+		for (c = 0; c < nr_stat; c++) {
+			view(src, f, c, &v);
+			v.row_name = NULL; /* flat keys: the first row alone */
+			tally__export_hist_line(k, f, &v, l, scale, "_count", 0, 0, v.count, 0);
+			tally__export_hist_line(k, f, &v, l, scale, "_sum", 0, 0, v.sum, 1);
 		}
 		return;
 	}
@@ -399,46 +432,70 @@ static inline void tally__export_write_hist(struct tally__export_sink *k, int fm
 		tally__export_puts(k, f->name);
 		tally__export_puts(k, " histogram\n");
 	}
-	for (c = 0; c < x->nr; c++) {
-		const struct tally_hist_snap *s = &x->m[c].snap;
+	for (c = 0; c < nr; c++) {
+		view(src, f, c, &v);
 		if (fmt == TALLY_EXPORT_JSON) {
 			tally__export_puts(k, c ? ",{\"labels\":{" : "{\"labels\":{");
-			tally__export_hist_labels(k, f, x, c, 0, 0, TALLY__EXPORT_ESC_JSON);
+			tally__export_hist_labels(k, &v, l, scale, 0, 0, TALLY__EXPORT_ESC_JSON);
 			tally__export_puts(k, "},\"count\":");
-			tally__export_put_u64(k, s->count);
+			tally__export_put_u64(k, v.count);
 			tally__export_puts(k, ",\"sum\":");
-			tally__export_put_scaled(k, s->sum, x->scale);
+			tally__export_put_scaled(k, v.sum, scale);
 			tally__export_puts(k, ",\"buckets\":[");
 		}
-		for (i = 0, j = 0, cum = 0; i < x->nr_edges; i++) {
+		for (i = 0, j = 0, cum = 0; i < nr_edges; i++) {
 			uint64_t lo, hi;
-			for (; j <= x->edges[i]; j++)
-				cum += s->counts[j];
+			for (; j <= edges[i]; j++)
+				cum += v.counts[j];
 			if (fmt != TALLY_EXPORT_JSON) {
-				tally__export_hist_line(k, f, x, c, "_bucket", 1, x->edges[i], cum, 0);
+				tally__export_hist_line(k, f, &v, l, scale, "_bucket", 1, edges[i], cum,
+							0);
 				continue;
 			}
-			tally__hist_pos_range(&s->tally__l, x->edges[i], &lo, &hi);
+			tally__hist_pos_range(l, edges[i], &lo, &hi);
 			tally__export_puts(k, i ? ",{\"le\":" : "{\"le\":");
-			tally__export_put_scaled(k, hi, x->scale);
+			tally__export_put_scaled(k, hi, scale);
 			tally__export_puts(k, ",\"count\":");
 			tally__export_put_u64(k, cum);
 			tally__export_put(k, "}", 1);
 		}
 		if (fmt == TALLY_EXPORT_JSON) {
-			tally__export_puts(k, x->nr_edges ? ",{\"le\":\"+Inf\",\"count\":"
-							  : "{\"le\":\"+Inf\",\"count\":");
-			tally__export_put_u64(k, s->count);
+			tally__export_puts(k, nr_edges ? ",{\"le\":\"+Inf\",\"count\":"
+						       : "{\"le\":\"+Inf\",\"count\":");
+			tally__export_put_u64(k, v.count);
 			tally__export_puts(k, "}]}");
 			continue;
 		}
-		tally__export_hist_line(k, f, x, c, "_bucket", 1, TALLY__EXPORT_HIST_INF, s->count,
-					0);
-		tally__export_hist_line(k, f, x, c, "_sum", 0, 0, s->sum, 1);
-		tally__export_hist_line(k, f, x, c, "_count", 0, 0, s->count, 0);
+		tally__export_hist_line(k, f, &v, l, scale, "_bucket", 1, TALLY__EXPORT_HIST_INF,
+					v.count, 0);
+		tally__export_hist_line(k, f, &v, l, scale, "_sum", 0, 0, v.sum, 1);
+		tally__export_hist_line(k, f, &v, l, scale, "_count", 0, 0, v.count, 0);
 	}
 	if (fmt == TALLY_EXPORT_JSON)
 		tally__export_puts(k, "]}");
+}
+
+/* Member c of a tally_export_add_hist() family: its snapshot. */
+static inline void tally__export_hist_view(const struct tally__export_source *src,
+					   const struct tally__export_family *f, unsigned c,
+					   struct tally__export_hist_view *v)
+{
+	const struct tally__export_hist *x = (const struct tally__export_hist *)src->priv;
+	const struct tally_hist_snap *s = &x->m[c].snap;
+	v->row_name = v->row_value = NULL;
+	v->col_labels = f->nr_cols ? f->col_labels[c] : NULL;
+	v->counts = s->counts;
+	v->count = s->count;
+	v->sum = s->sum;
+}
+
+static inline void tally__export_write_hist(struct tally__export_sink *k, int fmt,
+					    const struct tally__export_family *f,
+					    const struct tally__export_source *src)
+{
+	const struct tally__export_hist *x = (const struct tally__export_hist *)src->priv;
+	tally__export_hist_family(k, fmt, f, src, tally__export_hist_view, x->nr, x->nr,
+				  &x->m[0].snap.tally__l, x->scale, x->edges, x->nr_edges);
 }
 
 /* Add h as a member with labels (owned from here on) to histogram family

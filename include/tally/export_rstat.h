@@ -29,6 +29,21 @@
  * in the output. The flat-keyed TALLY_EXPORT_STAT text has the root's
  * hierarchical values.
  *
+ * Histograms (tally_tree_opts.hists): histogram h is one family,
+ * prefix_\<name\> (tally_export_tree_opts.hist_names; hist\<h\> by
+ * default), of type histogram, with a row per group labelled as the
+ * items' rows: x_bucket{group="/a",le="0.005"}, x_sum{group="/a"},
+ * x_count{group="/a"}; each row is the group's subtree (the hierarchical
+ * words: a group's histogram includes its descendants', so aggregate over
+ * one depth, never over the whole tree). Its `le` set is fixed when the
+ * export is set up, chosen as tally_export_add_hist() chooses it
+ * (tally_export_tree_opts.hist_opts: scale, bounds, max_buckets;
+ * export_hist.h), and never changes between scrapes. Values are raw
+ * (resets do not move them) and widened as counters; _count is the sum
+ * of the buckets, and the row's sum may lag or lead its buckets by the
+ * records that raced with the flush (tally_group_hist_snapshot()).
+ * TALLY_EXPORT_STAT writes the root's x_count and x_sum.
+ *
  * Paths: the root is "/", its child named a is "/a", a's child b "/a/b".
  * Names come from name_fn(group, name_arg), called while rendering for
  * every group but the root, or, with name_fn NULL, from the groups' own
@@ -79,6 +94,7 @@
 #define TALLY_EXPORT_RSTAT_H
 
 #include <tally/export.h>
+#include <tally/export_hist.h>
 #include <tally/rstat.h>
 
 #ifdef __cplusplus
@@ -122,8 +138,25 @@ struct tally__export_pending {
 	size_t parent; /* row of its parent */
 };
 
+/* One of the tree's histograms as a family: its buckets, where its words
+ * sit among a row's histogram words, its le set. */
+struct tally__export_tree_hist {
+	const struct tally__hist_layout *l; /* the tree's */
+	unsigned off;
+	double scale;
+	unsigned *edges, nr_edges;
+};
+
+/* The column of histogram h's family: past every item column. */
+#define TALLY__EXPORT_TREE_HIST 0x40000000u
+
 struct tally__export_tree {
 	struct tally_tree *tree;
+	const struct tally__export_source *src; /* set by each collect */
+	struct tally__export_tree_hist *hists;
+	unsigned nr_hists, hwords; /* histograms, their words per row */
+	uint64_t *hvals;           /* [rows][hwords] this render's, widened */
+	size_t stride;             /* series per row: 2 nr_items + hwords */
 	tally_export_group_name_fn name_fn;
 	void *name_arg;
 	unsigned flags;
@@ -173,6 +206,10 @@ static inline void tally__export_tree_release(struct tally__export_source *s)
 	free(x->prev_keys);
 	free(x->prev_series);
 	free(x->prev_index);
+	free(x->hvals);
+	while (x->hists && x->nr_hists--)
+		free(x->hists[x->nr_hists].edges);
+	free(x->hists);
 	free(x);
 	s->priv = NULL;
 }
@@ -187,13 +224,21 @@ static inline int tally__export_tree_grow(struct tally__export_source *s,
 		struct tally__export_row_key *k =
 			(struct tally__export_row_key *)realloc(x->keys, cap * sizeof(*k));
 		struct tally__export_series *se;
+		uint64_t *hv;
 		if (!k)
 			return -ENOMEM;
 		x->keys = k;
-		se = (struct tally__export_series *)realloc(x->series, cap * n * sizeof(*se));
+		se = (struct tally__export_series *)realloc(x->series,
+							     cap * x->stride * sizeof(*se));
 		if (!se)
 			return -ENOMEM;
 		x->series = se;
+		if (x->hwords) {
+			hv = (uint64_t *)realloc(x->hvals, cap * x->hwords * sizeof(*hv));
+			if (!hv)
+				return -ENOMEM;
+			x->hvals = hv;
+		}
 		x->cap_rows = cap;
 	}
 	if (r >= x->cap_label_rows) {
@@ -296,17 +341,17 @@ static inline int tally__export_tree_row(struct tally_export *e, struct tally__e
 			size_t o = x->prev_index[j] - 1;
 			if (x->prev_keys[o].serial == x->keys[r].serial &&
 			    x->prev_keys[o].h == x->keys[r].h) {
-				old = &x->prev_series[o * 2u * s->nr_items];
+				old = &x->prev_series[o * x->stride];
 				break;
 			}
 		}
 	}
 	n = s->nr_items;
-	nw = &x->series[r * 2u * n];
+	nw = &x->series[r * x->stride];
 	if (old)
-		memcpy(nw, old, 2u * n * sizeof(*nw));
+		memcpy(nw, old, x->stride * sizeof(*nw));
 	else
-		memset(nw, 0, 2u * n * sizeof(*nw));
+		memset(nw, 0, x->stride * sizeof(*nw));
 	values = &s->values[r * 2u * n];
 	/* The raw words, which no reset moves (rstat/reset.h keeps its
 	 * baselines beside them): a counter's row never goes back, and a
@@ -317,6 +362,11 @@ static inline int tally__export_tree_row(struct tally_export *e, struct tally__e
 		values[2 * i + 1] = tally__export_value(&nw[2 * i + 1], s->kinds[i],
 							tally__load(&g->tally__local[i]));
 	}
+	/* The histograms' words (after the items'): hierarchical, counters. */
+	for (i = 0; i < x->hwords; i++)
+		x->hvals[r * x->hwords + i] =
+			tally__export_value(&nw[2 * n + i], TALLY_EXPORT_COUNTER,
+					    tally__load(&g->tally__state[n + i]));
 	s->nr_rows = r + 1;
 	return 0;
 }
@@ -424,6 +474,7 @@ static inline int tally__export_collect_tree(struct tally_export *e, struct tall
 	int err;
 	if (x->flags & TALLY_EXPORT_TREE_FLUSH)
 		tally_group_flush_force(root);
+	x->src = s;
 	s->nr_rows = 0;
 	x->labels_len = 0;
 	if (x->path_set)
@@ -475,6 +526,54 @@ static inline int tally__export_collect_tree(struct tally_export *e, struct tall
 	return 0;
 }
 
+/* Row c of histogram family f: the group's path, its words. */
+static inline void tally__export_tree_hist_view(const struct tally__export_source *src,
+						const struct tally__export_family *f, unsigned c,
+						struct tally__export_hist_view *v)
+{
+	const struct tally__export_tree *x = (const struct tally__export_tree *)src->priv;
+	const struct tally__export_tree_hist *th = &x->hists[f->column - TALLY__EXPORT_TREE_HIST];
+	const uint64_t *w = x->hvals + (size_t)c * x->hwords + th->off;
+	unsigned j;
+	v->row_name = src->label_name;
+	v->row_value = src->labels + src->label_at[c];
+	v->col_labels = NULL;
+	v->counts = w;
+	v->sum = w[th->l->nr];
+	for (v->count = 0, j = 0; j < th->l->nr; j++)
+		v->count += w[j];
+}
+
+/* The tree source's families: the items' as every source's, the
+ * histograms' (column TALLY__EXPORT_TREE_HIST + h) by export_hist.h's
+ * writer, a row per group (TALLY_EXPORT_STAT: the root's). */
+static inline void tally__export_tree_write(struct tally__export_sink *k, int fmt,
+					    const struct tally__export_family *f,
+					    const struct tally__export_source *s)
+{
+	const struct tally__export_tree *x = (const struct tally__export_tree *)s->priv;
+	if (f->column >= TALLY__EXPORT_TREE_HIST) {
+		const struct tally__export_tree_hist *th =
+			&x->hists[f->column - TALLY__EXPORT_TREE_HIST];
+		tally__export_hist_family(k, fmt, f, s, tally__export_tree_hist_view,
+					  (unsigned)s->nr_rows, s->nr_rows ? 1u : 0u, th->l, th->scale,
+					  th->edges, th->nr_edges);
+		return;
+	}
+	switch (fmt) {
+	case TALLY_EXPORT_PROMETHEUS:
+	case TALLY_EXPORT_OPENMETRICS:
+		tally__export_write_text(k, fmt, f, s);
+		break;
+	case TALLY_EXPORT_STAT:
+		tally__export_write_stat(k, f, s);
+		break;
+	default: /* JSON: the comma is written before the call */
+		tally__export_write_json(k, f, s);
+		break;
+	}
+}
+
 /**
  * struct tally_export_tree_opts - how tally_export_add_tree() names and
  * renders a tree: zero-initialise and set what you need (every member 0 or
@@ -503,6 +602,17 @@ struct tally_export_tree_opts {
 	void *name_arg;
 	/** TALLY_EXPORT_TREE_FLUSH or 0. */
 	unsigned flags;
+	/** The tree's histograms (tally_tree_opts.hists), each a histogram
+	 * family prefix_\<name\> with a row per group (its subtree's
+	 * histogram: tally_group_hist_snapshot_raw()): NULL, or one name
+	 * per histogram (a NULL entry, or NULL: hist\<h\>). */
+	const char *const *hist_names;
+	/** NULL, or one help per histogram (NULL entries: a generic one). */
+	const char *const *hist_helps;
+	/** How each histogram is shown, as tally_export_add_hist() takes it
+	 * (scale, le set: export_hist.h): NULL (scale 1, the default grid,
+	 * at most 40 series), or one per histogram. */
+	const struct tally_export_hist_opts *hist_opts;
 };
 
 /**
@@ -526,8 +636,8 @@ struct tally_export_tree_opts {
 static inline int tally_export_add_tree(struct tally_export *e, struct tally_tree *t,
 					const struct tally_export_tree_opts *o)
 {
-	static const struct tally_export_tree_opts none = {NULL, NULL, NULL, NULL,
-							    NULL, NULL, 0};
+	static const struct tally_export_tree_opts none = {NULL, NULL, NULL, NULL, NULL,
+							    NULL, 0,	NULL, NULL, NULL};
 	struct tally__export_source s;
 	struct tally__export_tree *x;
 	struct tally__export_family *fams, *one;
@@ -538,7 +648,7 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 	unsigned char *tree_kinds = NULL;
 	const char **own;
 	char **full;
-	unsigned n, i, nf = 0;
+	unsigned n, i, nf = 0, nh;
 	int err;
 	if (tally__bad(!e))
 		return -EINVAL;
@@ -558,6 +668,15 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 			return tally__export_fail(e, -EINVAL,
 						  "kind of item %u is neither counter nor gauge",
 						  NULL, i);
+	nh = t->tally__nr_hists;
+	for (i = 0; o->hist_opts && i < nh; i++) {
+		double sc = o->hist_opts[i].scale;
+		if (sc < 0.0 || sc != sc || sc > 1e300 || o->hist_opts[i].max_buckets == 1u)
+			return tally__export_fail(e, -EINVAL,
+						  "histogram %u: scale must be finite and > 0, "
+						  "max_buckets 0 or 2 and up",
+						  NULL, i);
+	}
 	if (!kinds) {
 		/* The tree's own kinds, as tally_export_add_vec takes the
 		 * vector's: a gauge must not be widened as a counter (that
@@ -580,14 +699,44 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 	s.label_name = "group";
 	s.collect = tally__export_collect_tree;
 	s.release = tally__export_tree_release;
+	s.write = tally__export_tree_write;
 	s.priv = x;
 	s.kinds = (unsigned char *)calloc(n, 1);
 	one = (struct tally__export_family *)calloc(n, sizeof(*one));
-	fams = (struct tally__export_family *)calloc(2u * n, sizeof(*fams));
+	fams = (struct tally__export_family *)calloc(2u * n + nh, sizeof(*fams));
+	if (x) {
+		x->stride = 2u * n + (t->tally__nr_items - n);
+		x->hwords = t->tally__nr_items - n;
+		x->hists = nh ? (struct tally__export_tree_hist *)calloc(nh, sizeof(*x->hists)) : NULL;
+		x->nr_hists = x->hists ? nh : 0u;
+	}
 	own = (const char **)calloc(n, sizeof(*own));
-	err = !x || !s.kinds || !one || !fams || !own
+	err = !x || !s.kinds || !one || !fams || !own || (nh && !x->hists)
 		      ? tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0)
 		      : 0;
+	/* The histograms' le sets (export_hist.h's rules). */
+	for (i = 0; !err && i < nh; i++) {
+		struct tally__export_tree_hist *th = &x->hists[i];
+		const char *why = NULL;
+		int ne;
+		th->l = &t->tally__hists[i].l;
+		th->off = t->tally__hists[i].first - n;
+		th->scale = o->hist_opts && o->hist_opts[i].scale != 0.0 ? o->hist_opts[i].scale
+									   : 1.0;
+		th->edges = (unsigned *)malloc(th->l->nr * sizeof(unsigned));
+		if (!th->edges) {
+			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+			break;
+		}
+		ne = tally__export_hist_edges(th->l, o->hist_opts ? &o->hist_opts[i] : NULL,
+					      th->edges, &why);
+		if (ne < 0) {
+			err = tally__export_fail(e, -EINVAL, "tree '%s', histogram ", prefix, 0);
+			tally__export_fail_more(e, why);
+			break;
+		}
+		th->nr_edges = (unsigned)ne;
+	}
 	if (!err) {
 		struct tally__export_items it = {n,	   NULL,	names != NULL,
 						 NULL,	   kinds,	helps,
@@ -658,12 +807,29 @@ static inline int tally_export_add_tree(struct tally_export *e, struct tally_tre
 			free(fams[i].help);
 			fams[i].help = NULL;
 		}
-	err = tally__export_register(e, &s, fams, 2u * nf);
+	/* A family per histogram, after the items'. */
+	for (i = 0; i < nh; i++) {
+		struct tally__export_family *f = &fams[2u * nf + i];
+		const char *hn = o->hist_names ? o->hist_names[i] : NULL;
+		const char *hh = o->hist_helps ? o->hist_helps[i] : NULL;
+		char gen[24];
+		if (!hn) {
+			(void)snprintf(gen, sizeof(gen), "hist%u", i);
+			hn = gen;
+		}
+		f->name = tally__export_join(prefix && *prefix ? prefix : NULL, hn, NULL);
+		f->help = tally__export_strdup(tally__export_help_given(hh) ? hh
+									   : TALLY__EXPORT_HIST_HELP);
+		f->kind = TALLY_EXPORT_COUNTER; /* unused: the source writes it */
+		f->column = TALLY__EXPORT_TREE_HIST + i;
+		f->in_stat = 1;
+	}
+	err = tally__export_register(e, &s, fams, 2u * nf + nh);
 	free(fams);
 	for (i = 0; full && i < 2u * nf; i++) {
 		if (!err) {
 			struct tally__export_family *f =
-				&e->tally__families[e->tally__nr_families - 2u * nf + i];
+				&e->tally__families[e->tally__nr_families - (2u * nf + nh) + i];
 			free(f->help);
 			f->help = full[i];
 		} else {
