@@ -98,6 +98,9 @@ static struct tally_counter batches;
 enum { HIT, MISS, NR_RESULTS };
 static const char *const result_names[NR_RESULTS] = {"hit", "miss"};
 static struct tally_hist latency[NR_RESULTS];
+/* The same latencies per group too, in the tree: a group's histogram is
+ * its subtree's (the default group layout, 2^-4 relative error). */
+static const struct tally_hist_opts group_latency_opts = {0, 0, 0, NULL, 0};
 
 /* What each writer did, counted by itself (its own memory, no sharing):
  * the independent truth the Prometheus test compares against. */
@@ -152,6 +155,7 @@ static void *writer_main(void *arg)
 			ns += (int64_t)((r >> 33) % 50000000); /* 1%: up to 50 ms more */
 		miss = (r >> 50) % 4 == 0;
 		tally_hist_record(&latency[miss], miss ? 3 * ns : ns);
+		tally_group_record(groups[g], 0, miss ? 3 * ns : ns);
 		tally_vec_inc(&vec, CMD_GET);
 		tally_vec_inc(&vec, miss ? GET_MISSES : GET_HITS);
 		w->vec_items[CMD_GET]++;
@@ -179,7 +183,8 @@ static void group_path(int g, char *out, size_t size)
 }
 
 /* PATH.p99: per result, "result p99 count": the latency histogram's p99
- * in seconds and its observations. */
+ * in seconds and its observations; then per group, the same of the
+ * group's histogram, "group=PATH p99 count". */
 static int write_p99(const char *path)
 {
 	struct tally_hist_snap s;
@@ -197,6 +202,20 @@ static int write_p99(const char *path)
 		if (!err)
 			fprintf(f, "%s %.9g %llu\n", result_names[i],
 				tally_hist_quantile(&s, 0.99) * 1e-9, (unsigned long long)s.count);
+		tally_hist_snap_destroy(&s);
+	}
+	/* and per service group: "group=PATH p99 count", raw (every record
+	 * since the start, as exported: resets do not move it) */
+	tally_group_flush_force(groups[0]);
+	for (i = 0; i <= NR_SVC && !err; i++) {
+		char p[64];
+		group_path(i, p, sizeof(p));
+		err = tally_group_hist_snap_init(&s, tree, 0);
+		if (!err)
+			err = tally_group_hist_snapshot_raw(groups[i], 0, &s, false);
+		if (!err)
+			fprintf(f, "group=%s %.9g %llu\n", p, tally_hist_quantile(&s, 0.99) * 1e-9,
+				(unsigned long long)s.count);
 		tally_hist_snap_destroy(&s);
 	}
 	if (fclose(f) && !err)
@@ -372,6 +391,8 @@ int main(int argc, char **argv)
 	memset(&to, 0, sizeof(to));
 	to.nr_items = NR_ITEMS;
 	to.item_flags = item_flags;
+	to.hists = &group_latency_opts; /* one histogram per group */
+	to.nr_hists = 1;
 	tree = tally_tree_create_opts(&to);
 	if (!tree || tally_vec_init(&vec, NR_VEC, 0) || tally_counter_init(&batches, 0, 0) ||
 	    tally_hist_init(&latency[HIT], NULL) || tally_hist_init(&latency[MISS], NULL)) {
@@ -416,8 +437,11 @@ int main(int argc, char **argv)
 	tally_export_init(&exporter);
 	{
 		/* Kinds from the tree's item flags; names its own. */
-		struct tally_export_tree_opts eo = {"demo", NULL, item_helps, NULL,
-						    NULL, NULL, TALLY_EXPORT_TREE_FLUSH};
+		static const char *const hn[] = {"group_latency_seconds"};
+		static const char *const hh[] = {"Request latency, per group and its subtree."};
+		static const struct tally_export_hist_opts ns = {1e-9, 0, NULL, 0};
+		struct tally_export_tree_opts eo = {"demo", NULL, item_helps, NULL, NULL,
+						    NULL, TALLY_EXPORT_TREE_FLUSH, hn, hh, &ns};
 		err = tally_export_add_tree(&exporter, tree, &eo);
 	}
 	if (!err)

@@ -158,8 +158,10 @@ echo "ok: demo_inflight is a gauge (26 series): $lohi over the run, all 0 once q
 meta=$(curl -sf --max-time 2 "http://127.0.0.1:$pport/api/v1/metadata?metric=demo_requests" |
   jq -r '.data.demo_requests[0].type // "none"')
 [ "$meta" = counter ] || fail "Prometheus has no OpenMetrics counter family demo_requests ($meta)"
-# The latency family, a histogram per result: per result, Prometheus'
-# histogram_quantile(0.99) over the scraped buckets lies in the exported
+# The latency family, a histogram per result, and the tree's per-group
+# latency family (a row per group, its subtree): per result and per
+# service group, Prometheus' histogram_quantile(0.99) over the scraped
+# buckets lies in the exported
 # bucket that holds tally_hist_quantile(0.99) (tally answers a point of its
 # fine bucket, which the exported bucket contains; Prometheus interpolates
 # inside the exported one), and every bucket series is in every scrape:
@@ -175,18 +177,24 @@ done
 [ "$nscr" -ge 21 ] || fail "only $nscr scrapes"
 page=$(curl -sf --max-time 2 "http://127.0.0.1:$port/metrics")
 while read -r result want_p99 n_lat; do
+  # a result of the flat family, or (group=PATH) a row of the tree's
+  # per-group family
+  case $result in
+  group=*) f=demo_group_latency_seconds sel="group=\"${result#group=}\"" ;;
+  *) f=$fam sel="result=\"$result\"" ;;
+  esac
   [ "${n_lat:-0}" -gt 100 ] || fail "only ${n_lat:-0} latencies recorded for $result"
-  prom_p99=$(query "histogram_quantile(0.99, ${fam}_bucket{job=\"tally\",result=\"$result\"})" |
+  prom_p99=$(query "histogram_quantile(0.99, ${f}_bucket{job=\"tally\",$sel})" |
     jq -r '.data.result[0].value[1] // "none"')
   # the exported bucket (lo, hi] that holds tally's p99
-  read -r lo hi < <(printf '%s\n' "$page" |
-    sed -n "s/^${fam}_bucket{result=\"$result\",le=\"\([0-9.]*\)\"}.*/\1/p" |
+  read -r lo hi < <(printf '%s\n' "$page" | grep -F "${f}_bucket{$sel,le=" |
+    sed -n 's/.*,le="\([0-9.]*\)"}.*/\1/p' |
     awk -v w="$want_p99" 'BEGIN { lo = 0 } $1 + 0 < w { lo = $1 } $1 + 0 >= w { print lo, $1; exit }')
   [ -n "${hi:-}" ] || fail "no exported bucket holds p99 $want_p99 ($result)"
   awk -v a="$prom_p99" -v lo="$lo" -v hi="$hi" 'BEGIN {
     exit !(a != "none" && a + 0 >= lo * (1 - 1e-12) && a + 0 <= hi * (1 + 1e-12)) }' ||
-    fail "histogram_quantile(0.99) = $prom_p99 ($result), outside ($lo, $hi], which holds tally_hist_quantile's $want_p99"
-  echo "ok: $result: histogram_quantile(0.99) = $prom_p99 s, tally_hist_quantile(0.99) = $want_p99 s, both in ($lo, $hi] ($n_lat latencies)"
+    fail "histogram_quantile(0.99) = $prom_p99 ($result), outside ($lo, $hi], which holds tally's quantile $want_p99"
+  echo "ok: $result: histogram_quantile(0.99) = $prom_p99 s, tally's = $want_p99 s, both in ($lo, $hi] ($n_lat latencies)"
 done <"$tmp/expected.p99"
 nser=$(query "count(count_over_time(${fam}_bucket{job=\"tally\"}[10m]))" | jq -r '.data.result[0].value[1] // 0')
 [ "$nser" = 80 ] || fail "$nser bucket series over the run, want 80 (2 results x 40)"
@@ -204,6 +212,12 @@ agg=$(query "histogram_quantile(0.99, sum by (le) (rate(${fam}_bucket{job=\"tall
 awk -v a="$agg" 'BEGIN { exit !(a != "none" && a != "NaN" && a + 0 > 0) }' ||
   fail "histogram_quantile over rate() summed by le: $agg"
 echo "ok: $nser bucket series, each in every one of $nscr scrapes; over rate() summed by le, p99 = $agg s"
+gfam=demo_group_latency_seconds
+gser=$(queryt "count(count_over_time(${gfam}_bucket{job=\"tally\"}[10m]))" | jq -r '.data.result[0].value[1] // 0')
+[ "$gser" = 520 ] || fail "$gser per-group bucket series over the run, want 520 (13 groups x 40)"
+gleast=$(queryt "min(count_over_time(${gfam}_bucket{job=\"tally\"}[10m]))" | jq -r '.data.result[0].value[1] // 0')
+[ "$gleast" = "$nscr" ] || fail "a per-group bucket series is missing from scrapes: $gleast of $nscr"
+echo "ok: $gser per-group bucket series (13 groups x 40), each in every one of $nscr scrapes"
 samples=$(query 'scrape_samples_scraped{job="tally"}' | jq -r '.data.result[0].value[1]')
 [ "${samples:-0}" -gt 0 ] || fail "no samples scraped"
 echo "PASS: Prometheus scraped $samples OpenMetrics samples per scrape; counters exact after quiescing (${SECONDS} s)"
