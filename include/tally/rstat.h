@@ -17,13 +17,18 @@
  *   tally_group_destroy(b);                // deltas go to a; freed after RCU
  *   tally_tree_destroy(t);
  *
- *   // Per-tenant groups by name, reset and dropped in one call each:
- *   tally_tree_register_thread(t);         // destroys: RCU registration
+ *   // Tenants by name, which other threads destroy and re-create
+ *   // (examples/tenants): a request holds its tenant by a reference.
+ *   tally_tree_register_thread(t);         // lookups, destroys: RCU
  *   struct tally_group *x = tally_group_create_named(root, "tenant-7");
- *   tally_tree_read_lock(t);               // x may be destroyed by others
- *   x = tally_group_find_child(root, "tenant-7");
- *   if (x) tally_group_mod(x, ITEM, 1);
- *   tally_tree_read_unlock(t);
+ *   x = tally_group_find_get(root, "tenant-7");   // NULL: gone
+ *   if (x) {
+ *           tally_group_mod(x, INFLIGHT, +1);     // no section held:
+ *           ... serve, sleep ...                  // x stays valid
+ *           tally_group_record(x, LATENCY, ns);   // per-group histogram
+ *           tally_group_mod(x, INFLIGHT, -1);     // counts even if x was
+ *           tally_group_put(x);                   // destroyed meanwhile
+ *   }
  *   tally_group_reset(x);                  // x's subtree reads 0, one cut
  *   tally_group_destroy_subtree(x);        // x and below; counts go up
  *
@@ -109,11 +114,17 @@
  *   - A thread that calls tally_group_destroy() must be registered with
  *     the flavor (urcu_memb_register_thread(), or flavor->register_thread())
  *     because call_rcu() requires it; for urcu-qsbr it must also be online.
- *   - A thread that calls tally_group_for_each_child(), or that uses a
- *     group another thread may destroy meanwhile, must be registered and
- *     do it inside tally_tree_read_lock()/tally_tree_read_unlock(). Inside
- *     such a section a destroyed group's memory stays valid, and every
- *     call on it does what "Destroyed groups" below says.
+ *   - A thread that calls tally_group_for_each_child() must be
+ *     registered and do it inside tally_tree_read_lock()/_unlock().
+ *   - A thread that uses a group another thread may destroy meanwhile
+ *     holds it, either by a reference (tally_group_find_get() or
+ *     tally_group_tryget(), then tally_group_put(): no section between,
+ *     the way for a request that updates a tenant and may sleep; only the
+ *     lookup needs the registration) or inside a read-side section (a
+ *     registered thread). Either way a destroyed group's memory stays
+ *     valid, and every call on it does what "Destroyed groups" below
+ *     says; it is freed after its last put and a grace period after its
+ *     destroy, whichever comes last (tests/formal/ref_free.pml).
  *   - tally_tree_destroy() waits for the deferred frees: call it outside
  *     read-side sections and not from a call_rcu callback (with urcu-qsbr:
  *     from an offline or unregistered thread).
@@ -139,7 +150,7 @@
  * <urcu/urcu-qsbr.h>) and TALLY_URCU_DEFAULT_FLAVOR (urcu_qsbr_flavor)
  * before including tally, and link that flavor's library.
  *
- * ---- Destroyed groups (inside a read-side section) -----------------------
+ * ---- Destroyed groups (held by a reference or a read-side section) -------
  *   tally_group_mod          0: counted, as on a live group, whether the
  *                            destroy is under way or done (the kernel keeps
  *                            charging a dying cgroup); its delta goes to
@@ -168,9 +179,9 @@
  *                            destroyed too; its memory stays valid)
  *   for_each_child           0, fn never called (a destroyed group has no
  *                            children)
- * Outside a read-side section any call on a destroyed group is a
- * use-after-free waiting for the grace period to end; TALLY_DEBUG builds
- * abort instead, naming the call.
+ * Without a reference or a read-side section any call on a destroyed
+ * group is a use-after-free waiting to happen; TALLY_DEBUG builds abort
+ * instead, naming the call.
  *
  * ---- Concurrency contract ------------------------------------------------
  *   call                          beside                    progress
