@@ -70,7 +70,7 @@ static long mapped_above(unsigned kind, unsigned u, int thp)
 	return mapped;
 }
 
-static void check_unmapped(unsigned u, int thp, const char *when)
+static inline void check_unmapped(unsigned u, int thp, const char *when)
 {
 	static const unsigned kinds[] = {TALLY__ARENA_HOT, TALLY__ARENA_COLD, TALLY__ARENA_NODES};
 	static const char *const names[] = {"hot", "cold", "nodes"};

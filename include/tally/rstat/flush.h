@@ -91,11 +91,12 @@ static inline void tally__rstat_hand_over_slot(struct tally_tree *t, struct tall
 static inline void tally__rstat_retire(struct tally_tree *t, struct tally_group *g)
 {
 	struct tally_group *p = g->tally__links.parent;
-	unsigned s, i, n = g->tally__nr_items;
+	unsigned s, i, n = g->tally__nr_items, lim;
 	int any = 0;
 	/* An owed membarrier() before the word loads (BARRIER_F). */
 	tally__rstat_barrier_flush(t);
-	for (s = 0; s < t->tally__ids.nr_slots; s++) {
+	lim = tally__pcpu_lim(&g->tally__pcpu);
+	tally__rstat_for_slots(g, s, lim) {
 		struct tally__rstat_cpu *c = tally__rstat_cpu(g, s);
 		for (i = 0; i < n; i++) {
 			tally_uword v = tally__load(tally__rstat_word(t, c, i));
@@ -134,7 +135,7 @@ static inline void tally__rstat_retire(struct tally_tree *t, struct tally_group 
 static inline void tally__rstat_drain_all_settled(struct tally_tree *t)
 {
 	struct tally_group *g;
-	unsigned s;
+	unsigned s, lim;
 	tally__rstat_drain_all(t);
 	g = t->tally__flush.handover;
 	if (!g)
@@ -144,7 +145,8 @@ static inline void tally__rstat_drain_all_settled(struct tally_tree *t)
 	for (;;) {
 		struct tally_group *next = g->tally__handover_next;
 		g->tally__handover_next = NULL;
-		for (s = 0; s < t->tally__ids.nr_slots; s++)
+		lim = tally__pcpu_lim(&g->tally__pcpu);
+		tally__rstat_for_slots(g, s, lim)
 			tally__rstat_hand_over_slot(t, g, s);
 		if (next == g)
 			break;
@@ -198,7 +200,7 @@ static inline void tally__rstat_flush_one(struct tally_tree *t, struct tally_gro
 static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_group *g)
 {
 	struct tally_group **lists = t->tally__flush.lists, *x;
-	unsigned s, n = t->tally__ids.nr_slots;
+	unsigned s, lim;
 	/* Atomic: updaters compare it with their anc_gen (threshold.h). A
 	 * flush bumps it at its start and at its end. */
 	tally__store(&t->tally__flush.gen, tally__rstat_gen_next(t->tally__flush.gen));
@@ -208,7 +210,12 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 	tally__rstat_count_take(t, g);
 	tally__rstat_drain_all_settled(t);
 	TALLY__TEST_HOOK(rstat_flush_drained, g);
-	for (s = 0; s < n; s++) {
+	/* The slots g's subtree is linked on: below g's written bound (a
+	 * link covers every group it links) or the shared one; the visit
+	 * below takes the lists of these slots alone (lim kept: concurrent
+	 * updates may raise the bound meanwhile). */
+	lim = tally__pcpu_lim(&g->tally__pcpu);
+	tally__rstat_for_slots(g, s, lim) {
 		/* Parents first: take each count, and reverse the list as we go
 		 * (children first, for the visit). */
 		struct tally_group *rev = NULL, *next;
@@ -221,11 +228,13 @@ static inline void tally__rstat_flush_locked(struct tally_tree *t, struct tally_
 		}
 		lists[s] = rev;
 	}
-	for (s = 0; s < n; s++)
+	tally__rstat_for_slots(g, s, lim)
 		for (x = lists[s]; x; x = tally__rstat_cpu(x, s)->flush_next)
 			tally__rstat_flush_one(t, x, s);
 	tally__rstat_drain_all_settled(t);
-	for (s = 0; s < n; s++)
+	/* g's bound again: the drain may have linked more */
+	lim = tally__pcpu_lim(&g->tally__pcpu);
+	tally__rstat_for_slots(g, s, lim)
 		for (x = tally__rstat_reverse(tally__rstat_detach(g, s), s); x;
 		     x = tally__rstat_cpu(x, s)->flush_next)
 			tally__rstat_flush_one(t, x, s);

@@ -65,7 +65,7 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	 * updated children, not in the updated tree, anc_gen 0, which no
 	 * flush generation equals: tally__rstat_gen_next()), so a CPU that
 	 * never updates g never touches its page of the arena. */
-	if (tally__pcpu_alloc_kind(&g->tally__pcpu, chunk, TALLY__ARENA_COLD)) {
+	if (tally__pcpu_alloc_tracked(&g->tally__pcpu, chunk, TALLY__ARENA_COLD)) {
 		free(g);
 		return NULL;
 	}
@@ -100,8 +100,8 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
  */
 static inline void tally__rstat_late_hand_over(struct tally_tree *t, struct tally_group *g)
 {
-	unsigned s;
-	for (s = 0; s < t->tally__ids.nr_slots; s++)
+	unsigned s, lim = tally__pcpu_lim(&g->tally__pcpu);
+	tally__rstat_for_slots(g, s, lim)
 		tally__rstat_hand_over_slot(t, g, s);
 	tally__rstat_hand_over(t, g, tally__rstat_live_ancestor(g));
 }

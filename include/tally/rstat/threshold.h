@@ -182,6 +182,7 @@ TALLY__INLINE void tally__rstat_ancestors_flushable(const struct tally_tree *t,
 	if (tally__load(&c->anc_gen) == gen)
 		return;
 	tally__rstat_mark_flushable(t, g->tally__links.parent);
+	tally__pcpu_cover(&g->tally__pcpu, s); /* before the store to g's slot s */
 	tally__store(&c->anc_gen, gen);
 }
 
@@ -244,6 +245,7 @@ TALLY__INLINE void tally__rstat_count(const struct tally_tree *t, struct tally_g
 		e = (uint64_t)tally__load(&g->tally__cnt.epoch) << TALLY__RSTAT_CNT_BITS;
 		v = tally__load(&c->stats_updates);
 		x = ((v & ~TALLY__RSTAT_CNT_MASK) == e ? v & TALLY__RSTAT_CNT_MASK : 0) + mag;
+		tally__pcpu_cover(&g->tally__pcpu, s); /* before the store to g's slot s */
 		if (x < t->tally__thr.batch) {
 			tally__store(&c->stats_updates, e | x);
 			continue;
