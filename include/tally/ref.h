@@ -268,10 +268,43 @@ TALLY__COLD int tally__ref_slow(struct tally_ref *r, tally_uword d, int live)
 TALLY__INLINE int tally__ref_add(struct tally_ref *r, tally_uword d, int live)
 {
 #if TALLY__HAVE_RSEQ
-	if (tally__likely(tally__ref_section(r, d)))
-		return 1;
+#  if TALLY__TSAN
+	/* An atomic ref (tally__ref_init()) never enters the section, whose
+	 * loads of the words' place ThreadSanitizer would pair with the
+	 * free that the last atomic put orders after them. */
+	if (!__atomic_load_n(&r->tally__mode, __ATOMIC_RELAXED))
+#  endif
+		if (tally__likely(tally__ref_section(r, d)))
+			return 1;
 #endif
 	return tally__ref_slow(r, d, live);
+}
+
+/* tally_ref_init(); percpu 0: atomic from the start, whatever the path
+ * (rstat.h's groups under ThreadSanitizer, which cannot see the order the
+ * kill's membarrier() gives the per-CPU puts before a free). */
+static inline int tally__ref_init(struct tally_ref *r, void (*release)(struct tally_ref *r),
+				  int percpu)
+{
+	struct tally_ref n;
+	if (tally__bad(!r || !release))
+		return -EINVAL;
+	memset(&n, 0, sizeof(n));
+	n.tally__release = release;
+	n.tally__mode = TALLY__REF_ATOMIC;
+	n.tally__count = 1;
+	(void)percpu;
+#if TALLY__HAVE_RSEQ
+	if (percpu && tally__rseq_registered() && tally__ref_fence_ok()) {
+		if (tally__pcpu_alloc_tracked(&n.tally__pcpu, sizeof(tally_uword),
+					      TALLY__ARENA_HOT))
+			return -ENOMEM;
+		n.tally__mode = 0;
+		n.tally__count = TALLY__REF_BIAS + 1u;
+	}
+#endif
+	*r = n;
+	return 0;
 }
 
 /**
@@ -283,24 +316,7 @@ TALLY__INLINE int tally__ref_add(struct tally_ref *r, tally_uword d, int live)
  */
 static inline int tally_ref_init(struct tally_ref *r, void (*release)(struct tally_ref *r))
 {
-	struct tally_ref n;
-	if (tally__bad(!r || !release))
-		return -EINVAL;
-	memset(&n, 0, sizeof(n));
-	n.tally__release = release;
-	n.tally__mode = TALLY__REF_ATOMIC;
-	n.tally__count = 1;
-#if TALLY__HAVE_RSEQ
-	if (tally__rseq_registered() && tally__ref_fence_ok()) {
-		if (tally__pcpu_alloc_tracked(&n.tally__pcpu, sizeof(tally_uword),
-					      TALLY__ARENA_HOT))
-			return -ENOMEM;
-		n.tally__mode = 0;
-		n.tally__count = TALLY__REF_BIAS + 1u;
-	}
-#endif
-	*r = n;
-	return 0;
+	return tally__ref_init(r, release, 1);
 }
 
 /** tally_ref_is_percpu - 1 while r's gets and puts are per-CPU adds (live,

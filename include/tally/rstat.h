@@ -866,8 +866,10 @@ static inline struct tally_group *tally_group_find_child(struct tally_group *par
  * tally_tree_destroy() (which waits for the frees).
  * The kernel's percpu_ref (tally/ref.h): while g is alive a get and a
  * put are each one restartable per-CPU add (the counter add's cost plus
- * a load and compare: bench/bench_ref.c); the destroy switches g's count
- * to atomic mode. Wait-free while g is alive; one atomic RMW after.
+ * a load and compare: bench/bench_rstat.c, group_get_put); the destroy
+ * switches g's count to atomic mode (ThreadSanitizer builds: atomic from
+ * the start, as TSan cannot see the order membarrier() gives). Wait-free
+ * while g is alive; one atomic RMW after.
  */
 static inline bool tally_group_tryget(struct tally_group *g)
 {
@@ -911,6 +913,10 @@ static inline void tally_group_put(struct tally_group *g)
 	if (tally__bad(!g))
 		return;
 	tally__rcu_note_ref(g, -1);
+	/* For ThreadSanitizer, which sees no order through membarrier() (the
+	 * kill's, after a per-CPU put): pairs with the acquire before the
+	 * free (rstat/lifetime.h). */
+	tally__tsan_release(&g->tally__ref);
 	tally_ref_put(&g->tally__ref);
 }
 

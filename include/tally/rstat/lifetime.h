@@ -69,7 +69,7 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 		free(g);
 		return NULL;
 	}
-	if (tally_ref_init(&g->tally__ref, tally__group_ref_release)) {
+	if (tally__ref_init(&g->tally__ref, tally__group_ref_release, !TALLY__TSAN)) {
 		tally__pcpu_free(&g->tally__pcpu);
 		free(g);
 		return NULL;
@@ -124,6 +124,8 @@ static inline void tally__rstat_put(struct tally_group *g)
 static inline void tally__group_finish(struct tally_group *g)
 {
 	struct tally_tree *t = g->tally__tree;
+	/* Pairs with the release in every tally_group_put(). */
+	tally__tsan_acquire(&g->tally__ref);
 	pthread_mutex_lock(&t->tally__flush.lock);
 	tally__rstat_late_hand_over(t, g);
 	tally__rstat_id_release(t, g);
