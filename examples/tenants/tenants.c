@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 	struct tally_serve *srv = NULL;
 #endif
 
-	for (i = 1; i < argc; i++) {
+	for (i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v)
 			goto usage;
@@ -213,7 +213,6 @@ int main(int argc, char **argv)
 			expect_file = v;
 		else
 			goto usage;
-		i++;
 	}
 	if (!nw || !nr_tenants || quiesce <= 0)
 		goto usage;
