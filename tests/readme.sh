@@ -37,6 +37,16 @@
 # libmicrohttpd it is reported as skipped, not failed. Other fences (sh,
 # yaml, plain) are not looked at. A self-test checks that a broken snippet
 # is reported with its line.
+#
+# Figures: bench/RESULTS.md is the one source of measured figures. The
+# README's "## Benchmarks" section quotes it by copying table rows: every
+# row of a table there (its header included, its |---| line not) must be a
+# line of bench/RESULTS.md (beside the README) as it stands, verbatim; and
+# the section's prose (outside tables, fenced blocks and `code spans`)
+# holds no digit, so no figure is stated there but by a copied row. A
+# figure rerun in RESULTS.md thus fails the README until its row is copied
+# again. A self-test checks that a row not in RESULTS.md and a digit in
+# the prose are both reported with their lines.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -190,11 +200,77 @@ selftest() {
 	fi
 }
 
+# figures FILE.md [RESULTS.md]: check the "## Benchmarks" section of
+# FILE.md against RESULTS.md (default: bench/RESULTS.md beside FILE.md);
+# prints a line per failure; returns the number of failures (at most 255).
+figures() {
+	local md=$1 results=${2:-$(dirname "$1")/bench/RESULTS.md} out n
+	if ! grep -q '^## Benchmarks[[:space:]]*$' "$md"; then
+		echo "readme: $md: no Benchmarks section: no figures to check"
+		return 0
+	fi
+	if [ ! -f "$results" ]; then
+		echo "readme: $md: no $results to check its Benchmarks section against"
+		return 1
+	fi
+	out=$(awk -v md="$md" -v res="$results" '
+	FNR == NR { have[$0] = 1; next }
+	/^## / { insec = ($0 ~ /^## Benchmarks[ \t]*$/); next }
+	!insec { next }
+	/^```/ { fence = !fence; next }
+	fence { next }
+	/^\|/ {
+		if ($0 ~ /^\|[-:| \t]+\|[ \t]*$/)
+			next
+		rows++
+		if (!($0 in have)) {
+			printf "readme: %s:%d: this row is not a line of %s (copy it again from there):\n    %s\n", md, FNR, res, $0
+			bad++
+		}
+		next
+	}
+	{
+		line = $0
+		gsub(/`[^`]*`/, "", line)
+		if (line ~ /[0-9]/) {
+			printf "readme: %s:%d: a figure outside a row copied from %s (quote it as a row, or spell it out):\n    %s\n", md, FNR, res, $0
+			bad++
+		}
+	}
+	END {
+		printf "readme: %s: %d benchmark rows checked against %s, %d failed\n", md, rows, res, bad
+		exit bad > 255 ? 255 : bad
+	}' "$results" "$md")
+	n=$?
+	echo "$out"
+	return $n
+}
+
+# The figures check must be able to fail: a row not in the results (line
+# 5) and a digit in the prose (line 8) are reported, a copied row is not.
+figures_selftest() {
+	local md="$work/figures.md" res="$work/RESULTS.md" out
+	printf '%s\n' '| case | ns |' '|---|---|' '| add | 1.5 |' >"$res"
+	# shellcheck disable=SC2016 # the backquotes are Markdown's, not the shell's
+	printf '%s\n' '# t' '## Benchmarks' '| case | ns |' '|---|---|' '| add | 1.4 |' '| add | 1.5 |' \
+		'Runs with `TALLY_BENCH_THREADS=1,2`, two threads.' 'The add is 3x faster.' '## Next' '5 ns' >"$md"
+	out=$(figures "$md" "$res")
+	if ! grep -q 'figures.md:5: this row is not' <<<"$out" ||
+		! grep -q 'figures.md:8: a figure outside' <<<"$out" ||
+		grep -q 'figures.md:\(3\|6\|7\|10\):' <<<"$out"; then
+		echo "readme: self-test: the figures check did not report what it should:"
+		sed 's/^/    /' <<<"$out"
+		return 1
+	fi
+}
+
 status=0
 selftest || status=1
+figures_selftest || status=1
 [ $# -eq 0 ] && set -- "$root/README.md"
 for md in "$@"; do
 	[ -f "$md" ] || { echo "readme: no such file: $md" >&2; exit 2; }
 	check "$md" || status=1
+	figures "$md" || status=1
 done
 exit $status
