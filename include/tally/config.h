@@ -42,9 +42,12 @@
 #endif
 
 /**
- * TALLY_CACHELINE: the unit that per-CPU chunks are rounded up to, so no
- * two CPUs' data share a line. 128 covers adjacent-line prefetch on x86 and
- * the 128-byte lines of some arm64 parts.
+ * TALLY_CACHELINE: the alignment and padding of the shared structures that
+ * different CPUs write (a tree's group structs, its flush state), so no two
+ * such share a line. Per-CPU words need none: each CPU slot has its own
+ * region of the arena (tally/pcpu/arena.h), so two CPUs' words never
+ * share a line. 128 covers adjacent-line prefetch on x86 and the 128-byte
+ * lines of some arm64 parts.
  */
 #ifndef TALLY_CACHELINE
 #  define TALLY_CACHELINE 128

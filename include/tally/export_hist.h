@@ -140,7 +140,7 @@ static inline int tally__export_decimal_shift(double scale)
 }
 
 /* v x scale: exactly, in decimal, when the scale is 10^-k (integers stay
- * integers; "0.000512" for 512 ns in seconds); else the shortest %g. */
+ * integers; "0.000000512" for 512 ns in seconds); else the shortest %g. */
 static inline void tally__export_put_scaled(struct tally__export_sink *k, uint64_t v, double scale)
 {
 	int shift = tally__export_decimal_shift(scale);
