@@ -156,7 +156,7 @@ static inline void tally__rstat_drain_all_settled(struct tally_tree *t)
 
 /* ---- the flush walk -------------------------------------------------------- */
 
-/* Flush group x on slot s: the arithmetic in rstat.h's Model. */
+/* Flush group x on slot s: the arithmetic of rstat/correctness.h's model. */
 static inline void tally__rstat_flush_one(struct tally_tree *t, struct tally_group *x, unsigned s)
 {
 	struct tally__rstat_cpu *c = tally__rstat_cpu(x, s);
@@ -261,6 +261,53 @@ static inline void tally__rstat_flush(struct tally_group *g)
 		tally__store(&t->tally__clock.last_root_flush, tally__rstat_now(t));
 	tally__rstat_flush_locked(t, g);
 	pthread_mutex_unlock(&t->tally__flush.lock);
+}
+
+/* ---- the bodies of rstat.h's flush calls ----------------------------------- */
+
+/* tally_group_needs_flush(). */
+TALLY__INLINE bool tally__rstat_needs_flush(const struct tally_group *g)
+{
+	if (tally__bad(!g) || tally__load(&g->tally__dead))
+		return false;
+	return tally__rstat_count_over(g);
+}
+
+/* tally_group_flush() (force 0) and tally_group_flush_force() (force 1);
+ * call names it for TALLY_DEBUG's checks. */
+static inline void tally__rstat_flush_call(struct tally_group *g, int force, const char *call)
+{
+	if (tally__bad(!g)) {
+		errno = EINVAL;
+		return;
+	}
+	if (tally__load(&g->tally__dead)) {
+		errno = -tally__rcu_dead(g, call);
+		return;
+	}
+	if (force || tally__rstat_needs_flush(g))
+		tally__rstat_flush(g);
+}
+
+/* tally_group_flush_ratelimited(). */
+static inline void tally__rstat_flush_ratelimited(struct tally_group *g)
+{
+	if (tally__bad(!g)) {
+		errno = EINVAL;
+		return;
+	}
+	if (tally__rstat_ratelimit_passed(g->tally__tree))
+		tally__rstat_flush_call(g, 0, "tally_group_flush");
+}
+
+/* tally_tree_flush_periodic(). */
+static inline void tally__rstat_flush_periodic(struct tally_tree *t)
+{
+	if (tally__bad(!t)) {
+		errno = EINVAL;
+		return;
+	}
+	tally__rstat_flush(t->tally__root);
 }
 
 #endif /* TALLY_RSTAT_FLUSH_H */

@@ -89,17 +89,21 @@ static inline void *tally__rstat_flusher_main(void *arg)
 	return NULL;
 }
 
-/* Start the thread: 0, -EBUSY (running or being stopped), -errno. */
+/* tally_tree_start_flusher(): start the thread (period_ns 0: the tree's
+ * period). 0, -EINVAL, -EBUSY (running or being stopped), -errno. */
 static inline int tally__rstat_flusher_start(struct tally_tree *t, uint64_t period_ns)
 {
-	struct tally__rstat_flusher *f = &t->tally__flusher;
+	struct tally__rstat_flusher *f;
 	int r;
+	if (tally__bad(!t || period_ns > TALLY_RSTAT_PERIOD_MAX))
+		return -EINVAL;
+	f = &t->tally__flusher;
 	pthread_mutex_lock(&f->lock);
 	if (f->state != TALLY__FLUSHER_IDLE) {
 		pthread_mutex_unlock(&f->lock);
 		return -EBUSY;
 	}
-	f->period_ns = period_ns;
+	f->period_ns = period_ns ? period_ns : t->tally__clock.period_ns;
 	f->stop = 0;
 	r = pthread_create(&f->thread, NULL, tally__rstat_flusher_main, t);
 	if (!r)
@@ -112,12 +116,15 @@ static inline int tally__rstat_flusher_start(struct tally_tree *t, uint64_t peri
  * Stop the thread and join it. One caller joins (RUNNING -> STOPPING);
  * any other caller meanwhile waits until it has (STOPPING -> IDLE, a
  * broadcast), so every caller returns with the thread gone and nobody
- * joins twice.
+ * joins twice. NULL t: nothing (tally_tree_stop_flusher()).
  */
 static inline void tally__rstat_flusher_stop(struct tally_tree *t)
 {
-	struct tally__rstat_flusher *f = &t->tally__flusher;
+	struct tally__rstat_flusher *f;
 	pthread_t th;
+	if (!t)
+		return;
+	f = &t->tally__flusher;
 	pthread_mutex_lock(&f->lock);
 	while (f->state == TALLY__FLUSHER_STOPPING)
 		pthread_cond_wait(&f->cond.cond, &f->lock);

@@ -94,8 +94,14 @@ static inline int tally__rstat_hists_setup(struct tally_tree *t, const struct ta
 }
 
 /* Histogram h of g into s (sized for it): the hierarchical words, or the
- * group's own (local), less the reset baselines if since_reset; under the
- * flush lock, so one flush's values. */
+ * group's own (local), less the reset baselines if since_reset (a reset
+ * starts histograms from 0, as counters); under the flush lock, so one
+ * flush's values: count is the sum of the buckets, but a record that raced
+ * with that flush may have its bucket in it and its value not yet in sum,
+ * or the reverse, until the next flush (the two are separate updates;
+ * tally_hist's snapshots are whole records, at a cost the group path does
+ * not pay). With TALLY_WORD_BITS 32 each bucket and the sum are counted
+ * modulo 2^32, as items are (exporters widen them). */
 static inline void tally__rstat_hist_read(struct tally_group *g, const struct tally__rstat_hist *h,
 					  struct tally_hist_snap *s, int local, int since_reset)
 {

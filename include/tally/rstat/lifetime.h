@@ -5,8 +5,8 @@
  * the O(1) unlink of a destroyed group (after its retire, one flush of the
  * group alone: tally__rstat_retire()), its deferred free through the
  * tree's RCU flavor (call_rcu()) with the late hand-over of its counts
- * (updates on a dying group count until then: rstat.h, "Destroy" under
- * Memory ordering), and the reference counts that keep destroyed
+ * (updates on a dying group count until then: rstat/correctness.h,
+ * "Destroy"), and the reference counts that keep destroyed
  * ancestors allocated while a destroyed child may still hand over to
  * them or an update on it walks up through them.
  *
@@ -51,7 +51,7 @@ static inline struct tally_group *tally__group_alloc(struct tally_tree *t,
 	size_t bytes = sizeof(struct tally_group) + 3 * n * sizeof(tally_uword);
 	struct tally_group *g;
 	/* Cache-line aligned (the 64-bit atomics and the item arrays are
-	 * aligned within the struct: see the static assertions in rstat.h);
+	 * aligned within the struct: see the static assertions in rstat/types.h);
 	 * C11 aligned_alloc wants the size a multiple of the alignment. */
 	bytes = (bytes + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
 	g = (struct tally_group *)aligned_alloc(TALLY_CACHELINE, bytes);
@@ -340,10 +340,13 @@ static inline void tally__rstat_defer_free(struct tally_tree *t, struct tally_gr
 	t->tally__rcu.flavor->update_call_rcu(&g->tally__rcu, tally__group_free_rcu);
 }
 
-/* tally_group_destroy(), g not NULL. */
+/* tally_group_destroy(). */
 static inline int tally__rstat_group_destroy(struct tally_group *g)
 {
-	struct tally_tree *t = g->tally__tree;
+	struct tally_tree *t;
+	if (tally__bad(!g))
+		return -EINVAL;
+	t = g->tally__tree;
 	if (tally__bad(!g->tally__links.parent))
 		return -EINVAL;
 	tally__rcu_need_registered(t, "tally_group_destroy");
@@ -400,12 +403,15 @@ static inline size_t tally__rstat_subtree(struct tally_group *g, struct tally_gr
 	return n;
 }
 
-/* tally_group_destroy_subtree(), g not NULL. */
+/* tally_group_destroy_subtree(). */
 static inline int tally__rstat_group_destroy_subtree(struct tally_group *g)
 {
-	struct tally_tree *t = g->tally__tree;
+	struct tally_tree *t;
 	struct tally_group **v;
 	size_t i, n;
+	if (tally__bad(!g))
+		return -EINVAL;
+	t = g->tally__tree;
 	if (tally__bad(!g->tally__links.parent))
 		return -EINVAL;
 	tally__rcu_need_registered(t, "tally_group_destroy_subtree");
@@ -431,10 +437,12 @@ static inline int tally__rstat_group_destroy_subtree(struct tally_group *g)
 	return 0;
 }
 
-/* tally_tree_destroy(), t not NULL. */
+/* tally_tree_destroy(); NULL: nothing. */
 static inline void tally__rstat_tree_destroy(struct tally_tree *t)
 {
 	struct tally_group *stack;
+	if (!t)
+		return;
 	tally__rstat_flusher_stop(t);
 	tally__rstat_flusher_wait_deferred(t);
 	/* Every live group, depth-first: push x's children, then free x. */
@@ -457,6 +465,109 @@ static inline void tally__rstat_tree_destroy(struct tally_tree *t)
 	free(t->tally__item_flags);
 	tally__rstat_hists_free(t);
 	free(t);
+}
+
+/* ---- the bodies of rstat.h's calls ---------------------------------------- */
+
+/* tally_tree_create_opts(): the checks of o, then the tree. */
+static inline struct tally_tree *tally__rstat_tree_create_opts(const struct tally_tree_opts *o)
+{
+	unsigned i;
+	if (tally__bad(!o || !o->nr_items || o->nr_items > TALLY_RSTAT_ITEMS_MAX ||
+		       o->batch > TALLY_RSTAT_BATCH_MAX || o->period_ns > TALLY_RSTAT_PERIOD_MAX)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (i = 0; o->item_flags && i < o->nr_items; i++)
+		if (tally__bad(o->item_flags[i] & ~TALLY_GROUP_ITEM_GAUGE)) {
+			errno = EINVAL;
+			return NULL;
+		}
+	{
+		size_t words;
+		if (tally__bad(tally__rstat_hists_check(o, &words))) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	return tally__rstat_tree_create(o);
+}
+
+/* tally_tree_group_bytes(): what tally__group_alloc() and the arena take
+ * for one group at most: the struct and 3 words per item (state, local,
+ * pending) on the heap, rounded up to TALLY_CACHELINE; per CPU slot, for
+ * every possible CPU plus the shared slot, a chunk of the per-CPU arena
+ * (the slot header, struct tally__rstat_cpu, then 2 words per item: the
+ * word and its prev snapshot), rounded up to 16 bytes; and its share of
+ * the dirty bitmaps (a record per slot for TALLY__RSTAT_BLOCK_IDS (4096)
+ * groups), rounded up to a byte. The arena's part is demand-zero: a slot
+ * no CPU updated the group on costs nothing resident. A group that has
+ * been reset also holds its baselines, 2 words per item (not counted). */
+static inline size_t tally__rstat_group_bytes(const struct tally_tree *t)
+{
+	size_t chunk, fixed;
+	if (!t)
+		return 0;
+	chunk = t->tally__prev_off + t->tally__nr_items * sizeof(tally_uword);
+	chunk = (chunk + 15u) / 16u * 16u;
+	fixed = sizeof(struct tally_group) + 3u * t->tally__nr_items * sizeof(tally_uword);
+	fixed = (fixed + TALLY_CACHELINE - 1) / TALLY_CACHELINE * TALLY_CACHELINE;
+	return fixed + chunk * t->tally__ids.nr_slots +
+	       (sizeof(struct tally__rstat_dirty) * t->tally__ids.nr_slots +
+		TALLY__RSTAT_BLOCK_IDS - 1) /
+		       TALLY__RSTAT_BLOCK_IDS;
+}
+
+/* tally_tree_nr_groups(). */
+static inline unsigned long tally__rstat_nr_groups(struct tally_tree *t)
+{
+	unsigned long n;
+	if (!t)
+		return 0;
+	pthread_mutex_lock(&t->tally__flush.lock);
+	n = t->tally__flush.nr_groups;
+	pthread_mutex_unlock(&t->tally__flush.lock);
+	return n;
+}
+
+/* tally_tree_create(): every default. */
+static inline struct tally_tree *tally__rstat_tree_create_nr(unsigned nr_items)
+{
+	struct tally_tree_opts o;
+	memset(&o, 0, sizeof(o));
+	o.nr_items = nr_items;
+	return tally__rstat_tree_create_opts(&o);
+}
+
+/* tally_group_create(). */
+static inline struct tally_group *tally__rstat_create(struct tally_group *parent)
+{
+	if (tally__bad(!parent)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return tally__rstat_group_create(parent, NULL);
+}
+
+/* tally_group_create_named(): the name checked and copied, then the
+ * create, which checks it is free under the flush lock (EEXIST: a live
+ * child of that name, named either way; O(children of parent)). */
+static inline struct tally_group *tally__rstat_create_named(struct tally_group *parent,
+							     const char *name)
+{
+	char *copy;
+	size_t len;
+	if (tally__bad(!parent || !name) || !tally__rstat_name_ok(name, &len)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	copy = (char *)malloc(len + 1);
+	if (!copy) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, name, len + 1);
+	return tally__rstat_group_create(parent, copy);
 }
 
 #endif /* TALLY_RSTAT_LIFETIME_H */

@@ -45,6 +45,17 @@
 #  define TALLY__URCU_AUTO_REGISTER 0
 #endif
 
+/* ThreadSanitizer does not see liburcu's grace periods: a reader releases
+ * the tree's token before its read unlock, a deferred free acquires it.
+ * No-ops otherwise. */
+#if TALLY__TSAN
+#  define tally__tsan_release(p) __tsan_release((void *)(p))
+#  define tally__tsan_acquire(p) __tsan_acquire((void *)(p))
+#else
+#  define tally__tsan_release(p) ((void)(p))
+#  define tally__tsan_acquire(p) ((void)(p))
+#endif
+
 #if TALLY_DEBUG
 #  include <stdio.h>
 
@@ -150,5 +161,47 @@ TALLY__INLINE void tally__rcu_note_lock(int d)
 /* A destroyed group: check the rule (TALLY_DEBUG) and answer -EINVAL, the
  * documented result of a call on a destroyed group. */
 #define tally__rcu_dead(g, call) (tally__rcu_dead_use(g, call), -EINVAL)
+
+/* ---- the bodies of rstat.h's RCU calls ------------------------------------ */
+
+/* tally_tree_register_thread(). */
+static inline int tally__rstat_register_thread(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return -EINVAL;
+	t->tally__rcu.flavor->register_thread();
+	tally__rcu_note_register(1);
+	return 0;
+}
+
+/* tally_tree_unregister_thread(). */
+static inline void tally__rstat_unregister_thread(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return;
+	t->tally__rcu.flavor->unregister_thread();
+	tally__rcu_note_register(-1);
+}
+
+/* tally_tree_read_lock(). */
+static inline void tally__rstat_read_lock(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return;
+	tally__rcu_need_registered(t, "tally_tree_read_lock");
+	t->tally__rcu.flavor->read_lock();
+	tally__rcu_note_lock(1);
+}
+
+/* tally_tree_read_unlock(). */
+static inline void tally__rstat_read_unlock(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return;
+	tally__rcu_note_lock(-1);
+	/* Pairs with the acquire in tally__group_free_rcu(). */
+	tally__tsan_release(&t->tally__rcu.tsan_token);
+	t->tally__rcu.flavor->read_unlock();
+}
 
 #endif /* TALLY_RSTAT_RCU_H */

@@ -12,6 +12,13 @@
  * the lock is held, so the baselines are the values of one instant of the
  * subtree: an update is either in that flush (in the baseline) or in a
  * later one (in every later since-reset value), never both, never lost.
+ * So at any quiescent point, after a flush, baseline + since-reset value
+ * = raw value for every group and item, and the values of the subtree's
+ * groups agree with each other as they did (a parent's since-reset value
+ * is its local's plus its children's). The ancestors of the subtree keep
+ * their values: what the subtree counted before the reset stays counted
+ * above it. Gauges (TALLY_GROUP_ITEM_GAUGE) are left alone: their
+ * baselines stay 0.
  *
  * The baselines of a group are allocated by its first reset (a group
  * never reset costs nothing and its readers load one NULL pointer),
@@ -87,6 +94,55 @@ static inline int tally__rstat_reset(struct tally_group *g)
 	pthread_mutex_unlock(&t->tally__flush.lock);
 	free(v);
 	return 0;
+}
+
+/* ---- the bodies of rstat.h's resets and readers ----------------------------- */
+
+/* tally_group_reset(). */
+static inline int tally__rstat_group_reset(struct tally_group *g)
+{
+	if (tally__bad(!g))
+		return -EINVAL;
+	return tally__rstat_reset(g);
+}
+
+/* tally_tree_reset(). */
+static inline int tally__rstat_tree_reset(struct tally_tree *t)
+{
+	if (tally__bad(!t))
+		return -EINVAL;
+	return tally__rstat_reset(t->tally__root);
+}
+
+/* tally_group_read(): state less its baseline. */
+TALLY__INLINE tally_sword tally__rstat_read(const struct tally_group *g, unsigned item)
+{
+	tally_uword base;
+	if (tally__bad(!g || item >= g->tally__nr_items))
+		return 0;
+	tally__rcu_check_alive(g, "tally_group_read");
+	base = tally__rstat_baseline(g, item);
+	return tally__to_signed(tally__load(&g->tally__state[item]) - base);
+}
+
+/* tally_group_read_monotonic(): state, raw. */
+TALLY__INLINE tally_uword tally__rstat_read_monotonic(const struct tally_group *g, unsigned item)
+{
+	if (tally__bad(!g || item >= g->tally__nr_items))
+		return 0;
+	tally__rcu_check_alive(g, "tally_group_read_monotonic");
+	return (tally_uword)(tally__load(&g->tally__state[item]) + TALLY_MONOTONIC_BIAS);
+}
+
+/* tally_group_read_local(): local less its baseline. */
+TALLY__INLINE tally_sword tally__rstat_read_local(const struct tally_group *g, unsigned item)
+{
+	tally_uword base;
+	if (tally__bad(!g || item >= g->tally__nr_items))
+		return 0;
+	tally__rcu_check_alive(g, "tally_group_read_local");
+	base = tally__rstat_baseline(g, g->tally__nr_items + item);
+	return tally__to_signed(tally__load(&g->tally__local[item]) - base);
 }
 
 #endif /* TALLY_RSTAT_RESET_H */

@@ -26,7 +26,7 @@
  * (the kernel zeroes during the flush, and can zero the count of an
  * update it missed or has not published yet). The argument: "Why
  * tally_group_flush(g) reflects an update that took g past its
- * threshold" at the top of tally/rstat/updated.h. Hence: if an update by
+ * threshold" in tally/rstat/correctness.h. Hence: if an update by
  * this thread finds g below its threshold and takes it past (it is
  * counted in g, or marks g flushable), tally_group_flush(g) afterwards
  * returns with that update and every earlier one of this thread
@@ -109,7 +109,7 @@ static inline void tally__rstat_count_take(struct tally_tree *t, struct tally_gr
  * after the flush's last drain, so the flush may not reflect it, and its
  * thread's next tally_group_flush(x) must flush (the argument: "Why
  * tally_group_flush(g) reflects an update that took g past its
- * threshold" at the top of tally/rstat/updated.h). Only flushes lower a
+ * threshold" in tally/rstat/correctness.h). Only flushes lower a
  * count, under the flush lock, so the CAS loop races only with adds.
  * Release: pairs with the acquire in tally__rstat_count_over().
  */

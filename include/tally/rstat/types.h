@@ -1,15 +1,47 @@
 /**
  * @file
- * tally/rstat/types.h - the private parts of struct tally_tree and struct
- * tally_group (private; include <tally/rstat.h>), one struct per concern:
- * the updated set (dirty records, per-slot headers, ids), the flush, the
- * thresholds, the clock, the flusher thread, RCU, and the tree shape.
+ * tally/rstat/types.h - struct tally_tree and struct tally_group (private;
+ * include <tally/rstat.h>): their private parts, one struct per concern
+ * (the updated set: dirty records, per-slot headers, ids; the flush, the
+ * thresholds, the clock, the flusher thread, RCU, the tree shape), the two
+ * structs themselves with the static assertions on their layout, and the
+ * macros they and the machinery use: TALLY__RSTAT_A8, the static
+ * assertion and the test hooks.
  */
 #ifndef TALLY_RSTAT_TYPES_H
 #define TALLY_RSTAT_TYPES_H
 
 #if !defined(TALLY__RSTAT_INSIDE)
 #  error "tally/rstat/types.h is private: include <tally/rstat.h>"
+#endif
+
+/* Every 64-bit field that is read or written atomically is 8-byte aligned,
+ * also where the ABI aligns uint64_t to 4 (i386): a misaligned one could
+ * straddle a cache line (split locks, torn 64-bit loads). */
+#define TALLY__RSTAT_A8 __attribute__((aligned(8)))
+#ifdef __cplusplus
+#  define TALLY__RSTAT_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#  define TALLY__RSTAT_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+
+/*
+ * Test hooks (private): a test defines TALLY__TEST_HOOK(name, group)
+ * before including <tally/rstat.h> to run code at a named window of the
+ * protocol, so a test can force an interleaving instead of waiting for
+ * one; the flushing thread calls it under the flush lock (it may update,
+ * never flush). Windows: rstat_flush_drained (a flush's first drain is
+ * done, no count but g's taken yet), rstat_flush_walked (its second walk
+ * is done, the counts not yet settled). TALLY__RSTAT_RSEQ_HOOK is an
+ * assembler string placed between the word add's section and the dirty
+ * mark stores of the x86_64 rseq update (a test puts a trap there and
+ * migrates the thread in its handler). Both expand to nothing by default.
+ */
+#ifndef TALLY__TEST_HOOK
+#  define TALLY__TEST_HOOK(name, group) ((void)0)
+#endif
+#ifndef TALLY__RSTAT_RSEQ_HOOK
+#  define TALLY__RSTAT_RSEQ_HOOK ""
 #endif
 
 /* Group ids come in blocks of this many; one dirty record per block and
@@ -40,8 +72,8 @@ struct tally_group;
  *                          (bench/RESULTS.md)
  * Drains exchange both halves to 0, 64 bits at a time (a 32-bit store and
  * a locked exchange of the aligned word around it are ordered on x86: the
- * mark is in what the exchange read, or set after it). See the argument at
- * the top of rstat/updated.h.
+ * mark is in what the exchange read, or set after it). See the argument in
+ * rstat/correctness.h.
  * A block's records are one object of the cold per-CPU arena (slot s's in
  * CPU s's region: no two slots share a line). Private.
  */
@@ -190,5 +222,81 @@ struct tally__rstat_gcount {
 	struct tally_group *taken_next; /* in tally__rstat_flushing.taken */
 	uint32_t epoch;                 /* a flush bumps it; atomic */
 };
+
+/* ---- the two structs ------------------------------------------------------ */
+
+/** A tree of groups (cgroup rstat): its root, items, flush lock,
+ * clock, flusher and RCU flavor. Opaque: made by tally_tree_create() or
+ * tally_tree_create_opts(), then only the tally_tree_* and tally_group_*
+ * calls. */
+struct tally_tree {
+	/* private: use the tally_tree_* calls */
+	unsigned tally__nr_items; /* words per group: items, then histograms' */
+	unsigned tally__nr_user;  /* items (tally_tree_opts.nr_items) */
+	unsigned tally__nr_hists;
+	struct tally__rstat_hist *tally__hists; /* [nr_hists], or NULL */
+	size_t tally__word_off; /* byte offset of word[0] in a slot chunk */
+	size_t tally__prev_off; /* byte offset of prev[0] */
+	struct tally_group *tally__root;
+	struct tally__rstat_thresholds tally__thr;
+	struct tally__rstat_flushing tally__flush;
+	struct tally__rstat_ids tally__ids;
+	struct tally__rstat_clock tally__clock;
+	struct tally__rstat_flusher tally__flusher;
+	struct tally__rstat_rcu tally__rcu;
+	char **tally__item_names; /* NULL, or set once: see rstat/names.h */
+	unsigned char *tally__item_flags; /* NULL (all counters), or per item */
+	uint64_t tally__last_serial; /* the last group's serial; flush lock */
+};
+
+/** A group of a tree: one node of the hierarchy, made by
+ * tally_group_create(), gone with tally_group_destroy() (freed after an RCU
+ * grace period). Opaque: use the tally_group_* calls. */
+struct tally_group {
+	/* private: use the tally_group_* calls */
+	struct tally_tree *tally__tree;
+	unsigned tally__nr_items;
+	/* The items tally_group_mod()'s fast path serves: nr_items while g
+	 * is alive, 0 from its destroy on (stored with dead), and 0 where the
+	 * mark path cannot reach g's chunk (x86_64 with rseq, regions not
+	 * 2^TALLY_PCPU_REGION_SHIFT apart: a chunk past 64 KiB); atomic */
+	unsigned tally__fast_items;
+	int tally__dead; /* set by destroy under the flush lock; atomic */
+	union { char *p; uint64_t size; } tally__name; /* set once: rstat/names.h */
+	/** The reset baselines: NULL until the first reset of g (rstat/reset.h),
+	 * then state's [nr_items] and local's [nr_items]; atomic. */
+	union { tally_uword *p; uint64_t size; } tally__base;
+	uint64_t tally__serial; /* creation number in the tree, never reused */
+	struct tally__pcpu tally__pcpu; /* slot chunks: tally__rstat_cpu, words, prev */
+	struct tally__rstat_gdirty tally__dirty;
+	struct tally__rstat_gcount tally__cnt;
+	struct tally__rstat_links tally__links;
+	tally_uword *tally__state;   /* [nr_items] hierarchical; atomic stores */
+	tally_uword *tally__local;   /* [nr_items] self only; atomic stores */
+	tally_uword *tally__pending; /* [nr_items] from children; flush lock */
+	struct tally_group *tally__walk_next; /* depth-first walks; flush lock */
+	/* On the flush's hand-over list (destroyed, found dirty): the next
+	 * one, itself at the end; NULL when not on it. Flush lock. */
+	struct tally_group *tally__handover_next;
+	struct rcu_head tally__rcu;
+	/* References (tally_group_get()): killed by the destroy. */
+	struct tally_ref tally__ref;
+	/* Destroyed: 2, less one at the grace period's end and one at the
+	 * ref's release; the free at 0 (rstat/lifetime.h). Atomic. */
+	unsigned tally__free_wait;
+	unsigned tally__pad;
+};
+
+/* The item arrays follow the struct in one allocation: its size must keep
+ * them aligned, and the 64-bit atomics must not straddle a line. */
+TALLY__RSTAT_STATIC_ASSERT(sizeof(struct tally_group) % 8 == 0,
+			   "tally_group: item arrays must stay 8-byte aligned");
+TALLY__RSTAT_STATIC_ASSERT(offsetof(struct tally_group, tally__cnt) % 8 == 0,
+			   "tally_group: the 64-bit count must be 8-byte aligned");
+TALLY__RSTAT_STATIC_ASSERT(offsetof(struct tally__rstat_cpu, stats_updates) % 8 == 0,
+			   "rstat: the per-slot count must be 8-byte aligned");
+TALLY__RSTAT_STATIC_ASSERT(offsetof(struct tally_tree, tally__clock) % 8 == 0 &&
+				   offsetof(struct tally__rstat_clock, last_root_flush) % 8 == 0,
+			   "tally_tree: the last flush time must be 8-byte aligned");
 
 #endif /* TALLY_RSTAT_TYPES_H */

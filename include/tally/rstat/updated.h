@@ -54,17 +54,6 @@ extern long syscall(long number, ...);
 #  define TALLY__RSTAT_MEMB 0
 #endif
 
-/* ThreadSanitizer does not see liburcu's grace periods: a reader releases
- * the tree's token before its read unlock, a deferred free acquires it.
- * No-ops otherwise. */
-#if TALLY__TSAN
-#  define tally__tsan_release(p) __tsan_release((void *)(p))
-#  define tally__tsan_acquire(p) __tsan_acquire((void *)(p))
-#else
-#  define tally__tsan_release(p) ((void)(p))
-#  define tally__tsan_acquire(p) ((void)(p))
-#endif
-
 /* The flush generation after gen, skipping 0: a group's per-slot anc_gen
  * starts at 0 (the arena's zero page, left untouched), and must not equal
  * the generation of any flush (tally/rstat/threshold.h). */
@@ -429,7 +418,7 @@ TALLY__INLINE bool tally__rstat_rseq_mod(const struct tally_group *g, unsigned c
 		TALLY__RSTAT_WADD " %" TALLY__RSTAT_WREG "[d], %c[woff](%[w0], %q[off])\n\t" /* commit */
 		"2:\n\t"
 		TALLY__RSEQ_CLEAR
-		TALLY__RSTAT_RSEQ_HOOK /* tests only: see rstat.h */
+		TALLY__RSTAT_RSEQ_HOOK /* tests only: see rstat/types.h */
 		/* the marks in slot cpu's record (records one region apart,
 		 * like the chunks: the same offset) */
 		"movl $1, (%[leaf], %q[off])\n\t"
