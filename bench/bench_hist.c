@@ -16,28 +16,44 @@
  *   hist_record/shared_atomic     buckets and sum in one shared array,
  *                                 relaxed atomic adds (lock xadd)
  *   hist_record/mutex             the same array under a pthread mutex
- *   hist_record/plain             the floor: the same bucket math, a plain
- *                                 array per thread (single writer, no
- *                                 atomics, no per-CPU words), bucket, sum
- *                                 and count each a plain add
- *   hist_read/snapshot/p:N        tally_hist_snapshot of a filled histogram
+ *   hist_record/plain             the same bucket math, a plain array per
+ *                                 thread (single writer, no atomics, no
+ *                                 per-CPU words), bucket, sum and count
+ *                                 each a plain add
+ *   hist_record/floor             the same with a compiler barrier after
+ *                                 each record (its three adds made to
+ *                                 memory): the floor the record is held to
+ *   hist_record/floor_counter_add the floor and a tally_counter_add per
+ *                                 record: the least a per-CPU record costs
+ *   hist_read/snapshot/p:N        one record, then tally_hist_snapshot of
+ *                                 a filled histogram (100,000 records)
  *   hist_read/p99/p:N             tally_hist_quantile(snap, 0.99)
+ *   hist_read/snapshot_p99/p:N    both: a record, a snapshot, its p99
+ *   hist_read/copy_floor/p:N      a memcpy of one slot's bucket words (8
+ *                                 bytes per bucket): what a snapshot of
+ *                                 one written slot moves at least
+ *
+ * With -DTALLY_BENCH_HDR=<HdrHistogram_c sources>, bench_hist_hdr.c adds
+ * HdrHistogram_c's record and percentile to the same binary.
  *
  * Values cycle through 1024 latencies drawn once from an exponential
  * distribution (mean 50 us), so records spread over ~1,000 buckets as a
  * server's do. Every record benchmark checks its totals to the last unit.
  */
 #include "cbench.h"
+#include "bench_hist.h"
 
 #include <math.h>
 #include <pthread.h>
+#include <string.h>
 #include <tally/counter.h>
 #include <tally/hist.h>
 
-#define UNROLL 8
-#define NVALS 1024
+#define UNROLL BENCH_HIST_UNROLL
+#define NVALS BENCH_HIST_NVALS
+#define vals bench_hist_vals
 
-static int64_t vals[NVALS];
+int64_t bench_hist_vals[BENCH_HIST_NVALS];
 static uint64_t vals_sum;
 
 static void make_vals(void)
@@ -218,13 +234,21 @@ static void sh_body(struct cbench_state *s, void *arg)
 
 /* The floor under any histogram that keeps a sum and a count: one writer
  * per array, plain adds (what a single-threaded histogram does, and less
- * than HdrHistogram's record, which also tracks min and max). */
+ * than HdrHistogram's record, which also tracks min and max). arg
+ * PLAIN_FLOOR (hist_record/floor): a compiler barrier after each record,
+ * so that each record's three adds are made to memory, as a record that
+ * others read must (without it the compiler keeps the sum and count in
+ * registers); PLAIN_FLOOR_ADD (hist_record/floor_counter_add): the same
+ * and a tally_counter_add(c, 1) per record, the least any per-CPU record
+ * adds to the floor (its section's arm, CPU lookup and slot address). */
+enum { PLAIN, PLAIN_FLOOR, PLAIN_FLOOR_ADD };
+
 static void plain_body(struct cbench_state *s, void *arg)
 {
 	struct tally__hist_layout l;
 	uint64_t *counts, n, i, k = 0, count = 0;
 	unsigned j;
-	(void)arg;
+	int what = *(const int *)arg, barrier = what != PLAIN;
 	if (tally__hist_opts_layout(NULL, &l) ||
 	    !(counts = (uint64_t *)calloc((size_t)l.nr + 2u, sizeof(uint64_t)))) {
 		cbench_skip(s, "init");
@@ -237,6 +261,10 @@ static void plain_body(struct cbench_state *s, void *arg)
 				counts[tally__hist_pos(&l, (uint64_t)v)]++;
 				counts[l.nr] += (uint64_t)v;
 				counts[l.nr + 1]++;
+				if (what == PLAIN_FLOOR_ADD)
+					tally_counter_add(&ctr, 1);
+				if (barrier)
+					cbench_clobber();
 			}
 	for (j = 0; j < l.nr; j++)
 		count += counts[j];
@@ -249,32 +277,76 @@ static void plain_body(struct cbench_state *s, void *arg)
 }
 
 /* ---- the read side ------------------------------------------------------------ */
+/* What any snapshot into counts[] moves at least: one slot's words (8 bytes
+ * per bucket) read and the counts (8 bytes per bucket) written. A memcpy
+ * of the bytes of a histogram's bucket words into a snapshot's counts. */
+static void read_floor_body(struct cbench_state *s, void *arg)
+{
+	long p = cbench_range(s, 0);
+	struct tally_hist_opts o = {0, 0, (unsigned)p, NULL, 0};
+	struct tally__hist_layout l;
+	uint64_t *src, *dst, n, i;
+	(void)arg;
+	if (tally__hist_opts_layout(&o, &l) ||
+	    !(src = (uint64_t *)calloc(2 * (size_t)l.nr, sizeof(uint64_t)))) {
+		cbench_skip(s, "init");
+		while (cbench_batch(s, &n))
+			;
+		return;
+	}
+	dst = src + l.nr;
+	for (i = 0; i < l.nr; i++)
+		src[i] = i;
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++) {
+			memcpy(dst, src, (size_t)l.nr * sizeof(uint64_t));
+			cbench_clobber();
+		}
+	cbench_counter(s, "buckets", (double)l.nr, 0);
+	cbench_items(s, (int64_t)cbench_iterations(s));
+	free(src);
+}
+
+/* arg: READ_SNAPSHOT, READ_P99 (a quantile of one snapshot) or READ_BOTH
+ * (a snapshot, then its p99: what a reader of a live histogram pays). The
+ * snapshot cases record one value before each snapshot, so that every cut
+ * finds the histogram changed since the last one (its slot's words
+ * rewritten): a snapshot of an idle histogram is not what is measured. */
+enum { READ_SNAPSHOT, READ_P99, READ_BOTH };
+
 static void read_body(struct cbench_state *s, void *arg)
 {
 	long p = cbench_range(s, 0);
-	int quantile = arg != NULL;
+	int what = *(const int *)arg;
 	struct tally_hist_opts o = {0, 0, (unsigned)p, NULL, 0};
 	struct tally_hist h;
 	struct tally_hist_snap snap;
-	uint64_t n, i;
+	uint64_t n, i, extra = 0;
+	double q = 0;
 	if (tally_hist_init(&h, &o) || tally_hist_snap_init(&snap, &h)) {
 		cbench_skip(s, "init");
+		while (cbench_batch(s, &n))
+			;
 		return;
 	}
-	for (i = 0; i < 100000; i++)
-		tally_hist_record(&h, vals[i & (NVALS - 1)] * (int64_t)(1 + i % 7));
+	for (i = 0; i < BENCH_HIST_READ_N; i++)
+		tally_hist_record(&h, bench_hist_read_value(i));
 	tally_hist_snapshot(&h, &snap);
 	while (cbench_batch(s, &n))
 		for (i = 0; i < n; i++) {
-			if (quantile) {
-				double q = tally_hist_quantile(&snap, 0.99);
-				CBENCH_KEEP(q);
-			} else {
+			if (what != READ_P99) {
+				tally_hist_record(&h, bench_hist_read_value(extra++));
 				tally_hist_snapshot(&h, &snap);
 			}
+			if (what != READ_SNAPSHOT) {
+				q = tally_hist_quantile(&snap, 0.99);
+				CBENCH_KEEP(q);
+			}
 		}
-	cbench_check(s, snap.count == 100000, "snapshot not exact");
+	cbench_check(s, snap.count == BENCH_HIST_READ_N + extra, "snapshot not exact");
 	cbench_counter(s, "buckets", (double)snap.nr_buckets, 0);
+	if (what != READ_SNAPSHOT)
+		cbench_counter(s, "p99", q, 0);
 	cbench_items(s, (int64_t)cbench_iterations(s));
 	tally_hist_snap_destroy(&snap);
 	tally_hist_destroy(&h);
@@ -282,7 +354,6 @@ static void read_body(struct cbench_state *s, void *arg)
 
 CBENCH_INIT(register_hist)
 {
-	static int q = 1;
 	make_vals();
 	cbench_env_threads(cbench_setup(cbench_register("hist_record/counter_add", ctr_body, NULL),
 					ctr_setup, ctr_teardown));
@@ -300,13 +371,24 @@ CBENCH_INIT(register_hist)
 		sh_teardown));
 	cbench_env_threads(cbench_setup(cbench_register("hist_record/mutex", sh_body, &sh_mutex),
 					sh_setup, sh_teardown));
-	cbench_env_threads(cbench_register("hist_record/plain", plain_body, NULL));
-	cbench_arg(cbench_arg(cbench_arg_name(cbench_register("hist_read/snapshot", read_body,
+	static const int plains[] = {PLAIN, PLAIN_FLOOR, PLAIN_FLOOR_ADD};
+	cbench_env_threads(cbench_register("hist_record/plain", plain_body, (void *)&plains[0]));
+	cbench_env_threads(cbench_register("hist_record/floor", plain_body, (void *)&plains[1]));
+	cbench_env_threads(cbench_setup(cbench_register("hist_record/floor_counter_add", plain_body,
+							(void *)&plains[2]),
+					ctr_setup, ctr_teardown));
+	static const int reads[] = {READ_SNAPSHOT, READ_P99, READ_BOTH};
+	static const char *const read_names[] = {"hist_read/snapshot", "hist_read/p99",
+						 "hist_read/snapshot_p99"};
+	cbench_arg(cbench_arg(cbench_arg_name(cbench_register("hist_read/copy_floor", read_floor_body,
 							       NULL),
 					      "p"),
 			      7),
 		   10);
-	cbench_arg(cbench_arg(cbench_arg_name(cbench_register("hist_read/p99", read_body, &q), "p"),
-			      7),
-		   10);
+	for (unsigned r = 0; r < 3; r++)
+		cbench_arg(cbench_arg(cbench_arg_name(cbench_register(read_names[r], read_body,
+								       (void *)&reads[r]),
+						      "p"),
+				      7),
+			   10);
 }

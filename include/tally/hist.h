@@ -34,7 +34,10 @@
  *
  * Memory: per CPU slot 8 bytes per bucket (a 32-bit count for each of two
  * banks) and 64 bytes, in the per-CPU arena's demand-zero pages: only the
- * pages a CPU's records touched are resident. The default layout has
+ * pages a CPU's records touched are resident, and snapshots, resets and
+ * the destroy read only the slots of CPUs that recorded (the written
+ * bound, tally/pcpu.h), so a CPU that never recorded costs neither
+ * memory nor time. The default layout has
  * 4,563 buckets (36.6 KB per CPU slot at most; a server's latencies touch
  * about 16 KB of it); p = 10 over the same range, HdrHistogram's 3
  * significant digits, has 33,422 (267 KB). Beside it, per histogram, 32
@@ -42,10 +45,15 @@
  *
  * Record: the bucket's count in the active bank, then the bank's sum and
  * done count, on the current CPU's words: on x86_64 with rseq one
- * restartable section (the counter add's form, tally/rseq.h; the sum and
- * done committed by one store); elsewhere three relaxed/release atomic
- * RMWs. The bucket of a value from 2^p up is read off its double's bits
- * (hist/layout.h). No shared line is written, except once every
+ * restartable section (the counter add's form, tally/rseq.h; its first
+ * two stores mark registers, so an abort after them finishes the record
+ * rather than repeating it); elsewhere three relaxed/release atomic
+ * RMWs. In bench_hist's loop of records it costs 1.5-1.6x
+ * tally_counter_add and 0.7-1.0x HdrHistogram_c's single-writer
+ * hdr_record_value, 1.6-1.75x a plain single-writer histogram's record
+ * (bench/RESULTS.md). The bucket of a value from 2^p up is read off its
+ * double's bits (hist/layout.h). No shared line is written, except once
+ * per CPU slot (its first record raises the written bound), once every
  * 2^32 records of one bucket on one CPU (a carry), and by a
  * tally_hist_record_n() of 16 or more (two atomic adds to shared counts
  * of such records in flight, which cuts wait for). The count is derived
@@ -133,6 +141,11 @@ struct tally_hist {
 	uint64_t *tally__base;     /* [nr + 1]: reset baseline (counts, then sum) */
 	uint64_t *tally__scratch;  /* [nr]: the cut's, under the lock */
 	uint64_t *tally__big;      /* [2]: big records started, finished (hist/cut.h) */
+	/* TALLY__HIST_USED_*: the shared slot written, a carry made (set by
+	 * records before those writes, read by cuts: hist/record.h) */
+	unsigned tally__used;
+	unsigned tally__busy;      /* cuts left that skip the one-read cut (hist/cut.h) */
+	unsigned tally__reset;     /* a reset was taken: the baseline is not 0 */
 	pthread_mutex_t tally__lock; /* cuts: snapshots and resets */
 };
 
@@ -238,7 +251,11 @@ static inline int tally_hist_init(struct tally_hist *h, const struct tally_hist_
 	n.tally__act = tally__hist_act0(&n.tally__l);
 	n.tally__scratch = n.tally__base + n.tally__l.nr + 1u;
 	n.tally__big = n.tally__scratch + n.tally__l.nr;
-	if (tally__pcpu_alloc(&n.tally__pcpu, TALLY__HIST_BUCKETS_OFF + 8u * (size_t)n.tally__l.nr))
+	/* tracked: records raise the written bound before they write a CPU
+	 * slot, so cuts and the free visit only the slots written */
+	if (tally__pcpu_alloc_tracked(&n.tally__pcpu,
+				      TALLY__HIST_BUCKETS_OFF + 8u * (size_t)n.tally__l.nr,
+				      TALLY__ARENA_HOT))
 		goto fail;
 	if (pthread_mutex_init(&n.tally__lock, NULL)) {
 		tally__pcpu_free(&n.tally__pcpu);
@@ -254,7 +271,8 @@ fail:
 
 /**
  * tally_hist_destroy - free h. NULL (or a destroyed h) is a no-op.
- * Not concurrent with any other call on h.
+ * Not concurrent with any other call on h. O(buckets x CPU slots recorded
+ * into): it zeroes the slots written, no other.
  */
 static inline void tally_hist_destroy(struct tally_hist *h)
 {
@@ -278,14 +296,17 @@ static inline void tally_hist_destroy(struct tally_hist *h)
  *
  * Any thread, concurrently with every call but init/destroy. Wait-free:
  * adds to words of the current CPU's slot (x86_64 with rseq: one
- * restartable section, one CPU lookup, whose two counting stores are each
- * one instruction; an abort restarts it only before the first, which
- * leaves a mark in a register, and after it the record finishes on the
- * shared slot, so nothing is counted twice; elsewhere three atomic
- * RMWs); no shared cache line is written except one atomic carry
- * per 2^32 observations of one bucket on one CPU slot, and, for n >= 16,
- * two atomic adds to the histogram's counts of such records in flight
- * (then the three adds are atomic RMWs on any slot). Orders nothing
+ * restartable section, one CPU lookup, whose three counting stores are
+ * each one instruction; an abort restarts it only before the first, and
+ * the first two leave marks in registers, after which the record
+ * finishes on the shared slot, so nothing is counted twice; elsewhere
+ * three atomic RMWs); no shared cache line is written except one atomic
+ * carry per 2^32 observations of one bucket on one CPU slot, once per CPU
+ * slot the histogram's written bound (a CPU's first record), once each
+ * of its used bits (the first record on the shared slot, the first
+ * carry), and, for n
+ * >= 16, two atomic adds to the histogram's counts of such records in
+ * flight (then the three adds are atomic RMWs on any slot). Orders nothing
  * around it (its adds are ordered among themselves for the cut). A
  * snapshot or reset taken meanwhile has the call wholly or not at all.
  * Inlined at every call site unless TALLY_INLINE / TALLY_EXTERN say
@@ -407,7 +428,7 @@ static inline void tally__hist_snapshot(struct tally_hist *h, struct tally_hist_
 	uint64_t sum;
 	tally__hist_lock(h);
 	tally__hist_cut(h, s->counts, &sum);
-	if (since_reset) {
+	if (since_reset && h->tally__reset) {
 		for (j = 0; j < nr; j++)
 			s->counts[j] -= h->tally__base[j];
 		sum -= h->tally__base[nr];
@@ -432,7 +453,11 @@ static inline void tally__hist_snapshot(struct tally_hist *h, struct tally_hist_
  * record is in it wholly (bucket, count and value in the sum) or not at
  * all; a record that returned before the call began is in it; a later
  * snapshot contains an earlier one (unless a reset came between).
- * O(CPU slots x buckets).
+ * O(buckets x CPU slots recorded into): the slots no record wrote are
+ * not read (tally/pcpu.h's written bound). At the default buckets (4,563)
+ * and one slot written, about 5 us; at p = 10 (33,422) about 31 us
+ * (bench/RESULTS.md); a histogram with records in flight takes two reads
+ * (hist/cut.h), twice that.
  */
 static inline int tally_hist_snapshot(struct tally_hist *h, struct tally_hist_snap *s)
 {
@@ -471,6 +496,7 @@ static inline int tally_hist_reset(struct tally_hist *h)
 	tally__hist_lock(h);
 	tally__hist_cut(h, h->tally__base, &sum);
 	h->tally__base[h->tally__l.nr] = sum;
+	h->tally__reset = 1;
 	tally__hist_unlock(h);
 	return 0;
 }

@@ -34,28 +34,29 @@
  * against the same cut. A record is one restartable section on the CPU it
  * runs on (0 or 1, chosen by SPIN at every start: a restart may migrate):
  * the half's add, which clears the sentinel r in the same step (xaddl);
- * the load of done's parity; the load of that sum; the store of the other
- * sum (repeatable); the commit of done (count + 1, parity flipped), one
- * step each. The thread holds its CPU for sections (own[c]): no other
- * section runs on c until it completes or aborts, and before each step
- * SPIN may abort it (a preemption, migration or signal). The abort handler
- * restarts while r is set; once clear, it finishes with atomic adds of the
- * sum and then done on the shared slot (slot 2, the plain format). The
- * cut reads a CPU slot's done and the sum its parity picks, again until
- * done reads the same (the rseq format's pair), then the shared slot's
- * done and sum, then the halves. One cut runs beside the records (the
- * default model's second cut checks that cuts grow; here the states go to
- * the aborts); then, once every record completed, a second cut must hold
- * every record once. A read that begins with every record complete and
- * does not add up is a violation too (a quiescent histogram always adds
- * up).
+ * the load of the sum; its store (stosq), which moves the second sentinel
+ * w in the same step; the commit of done; one step each. The thread holds
+ * its CPU for sections (own[c]): no other section runs on c until it
+ * completes or aborts, and before each step SPIN may abort it (a
+ * preemption, migration or signal). The abort handler restarts while r is
+ * set; once clear, it finishes with atomic adds on the shared slot (slot
+ * 2): the sum and then done while w is not moved, done alone once it is.
+ * The cut reads the shared slot's done and sum first, then each CPU
+ * slot's done and sum, then the halves. One cut runs beside the records
+ * (the default model's second cut checks that cuts grow; here the states
+ * go to the aborts); then, once every record completed, a second cut must
+ * hold every record once. A read that begins with every record complete
+ * and does not add up is a violation too (a quiescent histogram always
+ * adds up).
  *   -DRSEQ                 the section as in the code.         expected: PASS
  *   -DRSEQ -DBAD_HANDLER   the handler restarts even after the
  *                          half's add.                         expected: FAIL
- *   -DRSEQ -DLATE_SENTINEL the sentinel cleared by a step after
- *                          the add's (an abort between them).  expected: FAIL
+ *   -DRSEQ -DLATE_SENTINEL the sentinels moved by a step after
+ *                          their store (an abort between).     expected: FAIL
  *   -DRSEQ -DNO_ABORT      sections on one CPU not exclusive
  *                          (no abort on preemption).           expected: FAIL
+ *   -DRSEQ -DSHARED_LAST   the cut reads the shared slot's
+ *                          done and sum after the CPU slots'.  expected: FAIL
  */
 #ifndef NR
 #define NR 1
@@ -71,16 +72,15 @@ bit bank;
 byte started, completed;
 
 #ifdef RSEQ
-/* slots 0, 1 (CPUs): done word = 2 count + parity, two sum words;
- * slot 2 (shared, the atomic format): sdone, ssum; per bank */
+/* slots 0, 1 (CPUs): done, sum; slot 2 (shared): sdone, ssum; per bank */
 byte dw[4];   /* [bank][slot] */
-byte sw[8];   /* [bank][slot][parity] */
+byte sw[4];   /* [bank][slot] */
 byte sdone[2], ssum[2];
 byte own[2];  /* the recorder running a section on CPU c, or 0 */
 
 proctype recorder(byte me)
 {
-	byte i, k, v, c, r, p, t;
+	byte i, k, v, c, r, w, t;
 	for (i : 1 .. NR) {
 		atomic {
 			started++; k = bank;
@@ -89,7 +89,8 @@ proctype recorder(byte me)
 			:: v = 2
 			fi
 		}
-		r = 1; /* the sentinel, set before the section */
+		r = 1; /* the sentinels, set before the section */
+		w = 0;
 start:
 		/* the section starts on CPU c: alone there until it ends */
 		atomic {
@@ -118,21 +119,27 @@ start:
 		fi;
 #endif
 		if
-		:: p = dw[k * 2 + c] % 2
+		:: t = sw[k * 2 + c]
 		:: goto abort
 		fi;
 		if
-		:: t = sw[(k * 2 + c) * 2 + p]
+#ifdef LATE_SENTINEL
+		:: sw[k * 2 + c] = t + v
+#else
+		:: atomic { sw[k * 2 + c] = t + v; w = 1 }
+#endif
 		:: goto abort
 		fi;
+#ifdef LATE_SENTINEL
 		if
-		:: sw[(k * 2 + c) * 2 + 1 - p] = t + v
+		:: w = 1
 		:: goto abort
 		fi;
+#endif
 		if
 		:: atomic {
-			/* the commit: count + 1, the parity flipped */
-			dw[k * 2 + c] = dw[k * 2 + c] + (3 - 2 * p);
+			/* the commit */
+			dw[k * 2 + c]++;
 			completed++;
 			own[c] = 0
 		   }; goto next
@@ -148,7 +155,10 @@ abort:
 		:: else
 		fi;
 #endif
-		ssum[k] = ssum[k] + v;
+		if
+		:: w == 0 -> ssum[k] = ssum[k] + v
+		:: else
+		fi;
 		atomic { sdone[k]++; completed++ };
 next:
 		skip
@@ -213,29 +223,26 @@ byte d, x, y0, y1, kb;
 /* one load per step, slot by slot (the cut's loop over the CPU slots):
  * each slot's done, then its sum */
 #ifdef RSEQ
-byte dd, xx;
 bit quiet;
-/* a CPU slot's pair: done, the sum its parity picks, done again */
-inline read_pair(kk, cc)
-{
-	do
-	:: dd = dw[kk * 2 + cc];
-	   xx = sw[(kk * 2 + cc) * 2 + dd % 2];
-	   if
-	   :: dw[kk * 2 + cc] == dd -> break
-	   :: else
-	   fi
-	od;
-	atomic { d = d + dd / 2; x = x + xx }
-}
-
+/* the shared slot's done and sum first (a done there may be a record's
+ * whose half and sum are on a CPU slot), then each CPU slot's */
 inline read_records(kk)
 {
+#ifndef SHARED_LAST
+	d = sdone[kk];
+	x = ssum[kk];
+#else
 	d = 0; x = 0;
-	read_pair(kk, 0);
-	read_pair(kk, 1);
+#endif
+	d = d + dw[kk * 2];
+	x = x + sw[kk * 2];
+	d = d + dw[kk * 2 + 1];
+	x = x + sw[kk * 2 + 1]
+#ifdef SHARED_LAST
+	;
 	d = d + sdone[kk];
 	x = x + ssum[kk]
+#endif
 }
 #else
 inline read_records(kk)

@@ -5,18 +5,26 @@
  *     handler sees the abort handler's address, preceded by the
  *     signature), the section restarts, and the record counts once, all
  *     of it on the CPU's slot;
- *   - a trap after the half's add and the repeatable sum store, before the
- *     commit: the abort handler finds the sentinel cleared and finishes on
- *     the shared slot (the half stays on the CPU's slot, counted once); a
- *     cut of the CPU's slot at the trap sees neither the count nor the
- *     sum, though the other sum word already holds it; the same with the
- *     thread moved to another CPU in the trap;
+ *   - a trap after the half's add, before the sum's store: the abort
+ *     handler finds the half's sentinel cleared and the sum's not moved,
+ *     and finishes sum and done on the shared slot (the half stays on the
+ *     CPU's slot, counted once); a cut of the CPU's slot at the trap sees
+ *     neither the count nor the sum;
+ *   - a trap after the sum's store, before the commit: the handler finds
+ *     both sentinels moved and finishes done alone on the shared slot (the
+ *     half and the sum stay on the CPU's slot); a cut of the CPU's slot at
+ *     the trap sees the sum without its done (a read the add-up check
+ *     rejects: the half is in); both with the thread moved to another CPU
+ *     in the trap too;
  *   - a trap between a wrapping add and its carry test: the handler finds
  *     the wrap from the sentinel register, and the carry lands; the same
  *     wrap with no trap leaves through the carry test;
+ *   - the written bound: a fresh histogram's is 0; the first record on a
+ *     CPU leaves the section, raises it to cover the CPU's slot and goes
+ *     back in (the record on that slot, not the shared one);
  *   - a CPU beyond the slots (the TALLY_CPU_SLOTS=1 build,
  *     hist_rseq_slots1, on CPU 1): nothing is added by the section, the
- *     whole record lands on the shared slot, in the atomic format;
+ *     whole record lands on the shared slot, the written bound untouched;
  *   - values inside and outside the fast window, each in its bucket;
  *   - threads recording while another sends them signals whose handler
  *     records too (the interrupted section aborted wherever the signal
@@ -44,12 +52,13 @@
 /* Each hook traps when its flag is set (the handler clears it). The carry
  * hook traps only after a carry out of the half's add, and sets the carry
  * flag again after its own compare. */
-volatile unsigned char hist_trap_add, hist_trap_carry, hist_trap_commit;
+volatile unsigned char hist_trap_add, hist_trap_carry, hist_trap_sum, hist_trap_commit;
 #if defined(__x86_64__)
 #  define HIST_HOOK(flag) "cmpb $0, " flag "(%%rip)\n\tje 88f\n\tint3\n\t88:\n\t"
 #  define TALLY__HIST_HOOK_ADD HIST_HOOK("hist_trap_add")
 #  define TALLY__HIST_HOOK_CARRY                                                               \
 	"jnc 87f\n\tcmpb $0, hist_trap_carry(%%rip)\n\tje 86f\n\tint3\n\t86:\n\tstc\n\t87:\n\t"
+#  define TALLY__HIST_HOOK_SUM HIST_HOOK("hist_trap_sum")
 #  define TALLY__HIST_HOOK_COMMIT HIST_HOOK("hist_trap_commit")
 #endif
 
@@ -62,11 +71,10 @@ static volatile sig_atomic_t traps, aborted;
 static int move_to = -1;
 #define TRIES 100
 static unsigned retries; /* trials preempted in their window, retried */
-/* At the commit trap: slot watch's record as a cut reads it, and its
- * other sum word (the one the repeatable store wrote). */
+/* At the sum or commit trap: slot watch's record as a cut reads it. */
 static const struct tally_hist *watch_h;
 static unsigned watch_slot;
-static uint64_t seen_done, seen_sum, seen_other;
+static uint64_t seen_done, seen_sum;
 
 static uint64_t u64_at(const struct tally_hist *h, unsigned slot, size_t off)
 {
@@ -86,12 +94,10 @@ static void on_trap(int sig, siginfo_t *si, void *uc_)
 	 * the 4-byte signature. */
 	memcpy(&sigword, ip - 4, sizeof(sigword));
 	aborted = sigword == RSEQ_SIG;
-	if (hist_trap_commit && watch_h) {
+	if ((hist_trap_sum || hist_trap_commit) && watch_h) {
 		unsigned k = tally__hist_bank(watch_h->tally__act);
 		seen_done = seen_sum = 0;
 		tally__hist_read_record(&watch_h->tally__pcpu, watch_slot, k, &seen_done, &seen_sum);
-		/* done is 0 (parity 0): the store went to sum[1] */
-		seen_other = u64_at(watch_h, watch_slot, TALLY__HIST_BANK_BYTES * k + 16);
 	}
 	if (move_to >= 0) {
 		cpu_set_t set;
@@ -99,7 +105,7 @@ static void on_trap(int sig, siginfo_t *si, void *uc_)
 		CPU_SET(move_to, &set);
 		sched_setaffinity(0, sizeof(set), &set); /* migrates before returning */
 	}
-	hist_trap_add = hist_trap_carry = hist_trap_commit = 0;
+	hist_trap_add = hist_trap_carry = hist_trap_sum = hist_trap_commit = 0;
 }
 
 static uint32_t half_at(const struct tally_hist *h, unsigned slot, unsigned j)
@@ -129,15 +135,22 @@ static void trial_init(struct trial *t, int a, int64_t v)
 	t->j = tally__hist_pos_slow(&t->h.tally__l, (uint64_t)v);
 }
 
+/* Where a trapped record's words must land (its half always on a's). */
+enum land {
+	LAND_CPU,  /* sum and done on a's slot: restarted, or no abort */
+	LAND_HALF, /* sum and done on the shared slot: aborted after the half */
+	LAND_SUM   /* sum on a's slot, done on the shared slot: aborted after
+		      the sum's store */
+};
+
 /*
  * On CPU a, one record of v with trap *flag armed (moved to CPU b in the
- * trap if b >= 0); where it must land: its record (done, sum) on the shared
- * slot (shared) or on a's slot, its half on a's. The snapshot must hold it
+ * trap if b >= 0); where it must land: land. The snapshot must hold it
  * once. 0: preempted in its window (the trap not reached, the thread not
- * moved, or the record on the shared slot where none was planned): retry.
+ * moved, or done on the shared slot where none was planned): retry.
  */
 static int trapped_record(volatile unsigned char *flag, const char *what, int a, int b,
-			  int shared)
+			  enum land land)
 {
 	int done = 1;
 	int64_t v = 123456; /* in the fast window */
@@ -146,6 +159,7 @@ static int trapped_record(volatile unsigned char *flag, const char *what, int a,
 	struct tally_hist_snap *s = &t.s;
 	unsigned slot, halves = 0, nr, j;
 	size_t rec;
+	uint64_t want_cpu_done = land == LAND_CPU, want_cpu_sum = land == LAND_HALF ? 0 : (uint64_t)v;
 	trial_init(&t, a, v);
 	nr = t.nr;
 	j = t.j;
@@ -153,18 +167,19 @@ static int trapped_record(volatile unsigned char *flag, const char *what, int a,
 	traps = aborted = 0;
 	watch_h = h;
 	watch_slot = (unsigned)a;
-	seen_done = seen_sum = seen_other = 99;
+	seen_done = seen_sum = 99;
 	move_to = b;
 	*flag = 1;
 	CHECK_EQ(tally_hist_record(h, v), 0);
 	move_to = -1;
 	watch_h = NULL;
 	*flag = 0;
-	/* A preemption aborts the section as the trap does: before a commit
-	 * trap it leaves the trap unreached (the record on the shared slot);
-	 * after a restart past the add trap, the record on the shared slot. */
-	if ((traps == 0 && flag == &hist_trap_commit) ||
-	    (b >= 0 && sched_getcpu() != b) || (!shared && u64_at(h, nr, rec) != 0)) {
+	/* A preemption aborts the section as the trap does: before a sum or
+	 * commit trap it leaves the trap unreached (the record's done on the
+	 * shared slot); after a restart past the add trap, done on the
+	 * shared slot. */
+	if ((traps == 0 && flag != &hist_trap_add) || (b >= 0 && sched_getcpu() != b) ||
+	    (land == LAND_CPU && u64_at(h, nr, rec) != 0)) {
 		done = 0;
 		goto out;
 	}
@@ -172,6 +187,9 @@ static int trapped_record(volatile unsigned char *flag, const char *what, int a,
 	CHECK(aborted, "%s: the section was not aborted", what);
 	if (b >= 0)
 		CHECK(sched_getcpu() == b, "%s: not moved: on CPU %d", what, sched_getcpu());
+	/* The first record on CPU a raised the written bound to cover it. */
+	CHECK(h->tally__pcpu.lim == (unsigned)a + 1u, "%s: the written bound is %u, want %u",
+	      what, h->tally__pcpu.lim, (unsigned)a + 1u);
 	/* The halves first: one counted twice would make the snapshot wait
 	 * for a record that never completes. */
 	for (slot = 0; slot <= nr; slot++)
@@ -180,35 +198,80 @@ static int trapped_record(volatile unsigned char *flag, const char *what, int a,
 	CHECK(half_at(h, (unsigned)a, j) == 1, "%s: the half is not on CPU %d's slot", what, a);
 	if (halves != 1)
 		goto out;
-	if (flag == &hist_trap_commit)
-		CHECK(seen_done == 0 && seen_sum == 0 && seen_other == (uint64_t)v,
-		      "%s: at the trap a cut of the slot read done %llu sum %llu (other word %llu)",
-		      what, (unsigned long long)seen_done, (unsigned long long)seen_sum,
-		      (unsigned long long)seen_other);
-	if (shared) {
-		/* the atomic format: done 1, sum[0] v; nothing on the CPUs' */
-		CHECK(u64_at(h, nr, rec) == 1 && u64_at(h, nr, rec + 8) == (uint64_t)v,
-		      "%s: shared slot done %llu sum %llu", what,
-		      (unsigned long long)u64_at(h, nr, rec),
-		      (unsigned long long)u64_at(h, nr, rec + 8));
-		CHECK_EQ(u64_at(h, (unsigned)a, rec) << 1, 0u);
-		if (b >= 0)
-			CHECK_EQ(u64_at(h, (unsigned)b, rec) << 1, 0u);
-	} else {
-		/* the rseq format: done 1 with its parity flipped, sum[1] v */
-		CHECK(u64_at(h, (unsigned)a, rec) == (1u | (uint64_t)1 << 63) &&
-			      u64_at(h, (unsigned)a, rec + 16) == (uint64_t)v,
-		      "%s: CPU slot done %llx sum[1] %llu", what,
-		      (unsigned long long)u64_at(h, (unsigned)a, rec),
-		      (unsigned long long)u64_at(h, (unsigned)a, rec + 16));
-		CHECK_EQ(u64_at(h, nr, rec), 0u);
-	}
+	if (flag == &hist_trap_sum || flag == &hist_trap_commit)
+		CHECK(seen_done == 0 && seen_sum == (flag == &hist_trap_commit ? (uint64_t)v : 0),
+		      "%s: at the trap a cut of the slot read done %llu sum %llu", what,
+		      (unsigned long long)seen_done, (unsigned long long)seen_sum);
+	/* done and the sum on a's slot, and what the shared slot took */
+	CHECK(u64_at(h, (unsigned)a, rec) == want_cpu_done &&
+		      u64_at(h, (unsigned)a, rec + 8) == want_cpu_sum,
+	      "%s: CPU slot done %llu sum %llu, want %llu %llu", what,
+	      (unsigned long long)u64_at(h, (unsigned)a, rec),
+	      (unsigned long long)u64_at(h, (unsigned)a, rec + 8),
+	      (unsigned long long)want_cpu_done, (unsigned long long)want_cpu_sum);
+	CHECK(u64_at(h, nr, rec) == 1 - want_cpu_done &&
+		      u64_at(h, nr, rec + 8) == (uint64_t)v - want_cpu_sum,
+	      "%s: shared slot done %llu sum %llu", what, (unsigned long long)u64_at(h, nr, rec),
+	      (unsigned long long)u64_at(h, nr, rec + 8));
+	CHECK_EQ(h->tally__used & TALLY__HIST_USED_SHARED,
+		 land == LAND_CPU ? 0u : TALLY__HIST_USED_SHARED);
+	if (b >= 0)
+		CHECK_EQ(u64_at(h, (unsigned)b, rec), 0u);
 	CHECK_EQ(tally_hist_snapshot_raw(h, s), 0);
 	CHECK(s->count == 1 && s->counts[j] == 1 && s->sum == (uint64_t)v,
 	      "%s: count %llu, bucket %llu, sum %llu", what, (unsigned long long)s->count,
 	      (unsigned long long)s->counts[j], (unsigned long long)s->sum);
 out:
 	tally_hist_snap_destroy(s);
+	tally_hist_destroy(h);
+	return done;
+}
+
+/*
+ * The written bound: a fresh histogram's is 0 (no slot written); a record
+ * on CPU a leaves the section, raises it to a + 1 and lands on a's slot;
+ * one on CPU b > a raises it to b + 1. Nothing on the shared slot. 0:
+ * preempted (a record finished on the shared slot): retry.
+ */
+static int bound_records(int a, int b)
+{
+	int done = 1;
+	struct trial t;
+	struct tally_hist *h = &t.h;
+	unsigned nr, j;
+	size_t rec;
+	trial_init(&t, a, 777);
+	nr = t.nr;
+	j = t.j;
+	rec = t.rec;
+	CHECK_EQ(h->tally__pcpu.lim, 0u);
+	CHECK_EQ(tally_hist_record(h, 777), 0);
+	if (u64_at(h, nr, rec) != 0 || sched_getcpu() != a) {
+		done = 0;
+		goto out;
+	}
+	CHECK_EQ(h->tally__pcpu.lim, (unsigned)a + 1u);
+	CHECK(half_at(h, (unsigned)a, j) == 1 && u64_at(h, (unsigned)a, rec) == 1 &&
+		      u64_at(h, (unsigned)a, rec + 8) == 777,
+	      "bound: the record is not on CPU %d's slot", a);
+	if ((unsigned)b < nr) {
+		CHECK_EQ(harness_pin(b), 0);
+		CHECK_EQ(tally_hist_record(h, 777), 0);
+		if (u64_at(h, nr, rec) != 0 || sched_getcpu() != b) {
+			done = 0;
+			goto out;
+		}
+		CHECK_EQ(h->tally__pcpu.lim, (unsigned)b + 1u);
+		CHECK(half_at(h, (unsigned)b, j) == 1 && u64_at(h, (unsigned)b, rec) == 1,
+		      "bound: the record is not on CPU %d's slot", b);
+	}
+	CHECK_EQ(h->tally__used, 0u);
+	CHECK_EQ(tally_hist_snapshot_raw(h, &t.s), 0);
+	CHECK(t.s.count == 1u + ((unsigned)b < nr) && t.s.sum == 777u * t.s.count,
+	      "bound: count %llu sum %llu", (unsigned long long)t.s.count,
+	      (unsigned long long)t.s.sum);
+out:
+	tally_hist_snap_destroy(&t.s);
 	tally_hist_destroy(h);
 	return done;
 }
@@ -446,12 +509,15 @@ int main(void)
 	CHECK_EQ(u64_at(&h, nr, TALLY__HIST_BANK_BYTES * k), 1u); /* atomic format */
 	CHECK_EQ(u64_at(&h, nr, TALLY__HIST_BANK_BYTES * k + 8), 777u);
 	CHECK_EQ(half_at(&h, 0, j), 0u);
+	CHECK_EQ(h.tally__pcpu.lim, 0u); /* no CPU slot written */
+	CHECK_EQ(h.tally__used, TALLY__HIST_USED_SHARED);
 	CHECK_EQ(tally_hist_snapshot_raw(&h, &s), 0);
 	CHECK(s.count == 1 && s.counts[j] == 1 && s.sum == 777, "past the slots: count %llu",
 	      (unsigned long long)s.count);
 	tally_hist_snap_destroy(&s);
 	tally_hist_destroy(&h);
 	(void)trapped_record;
+	(void)bound_records;
 	(void)wrapped_record;
 	(void)storm;
 	return harness_exit("hist_rseq_slots1");
@@ -463,10 +529,18 @@ int main(void)
 
 	/* An abort before the half's add restarts; one after it finishes on
 	 * the shared slot, wherever the thread runs by then. */
-	TRIAL("add trap", trapped_record(&hist_trap_add, "trap before the half's add", a, -1, 0));
-	TRIAL("commit trap", trapped_record(&hist_trap_commit, "trap before the commit", a, -1, 1));
+	TRIAL("add trap",
+	      trapped_record(&hist_trap_add, "trap before the half's add", a, -1, LAND_CPU));
+	TRIAL("sum trap",
+	      trapped_record(&hist_trap_sum, "trap before the sum's store", a, -1, LAND_HALF));
+	TRIAL("sum trap, moved", trapped_record(&hist_trap_sum, "trap before the sum's store, moved",
+						a, b, LAND_HALF));
+	TRIAL("commit trap",
+	      trapped_record(&hist_trap_commit, "trap before the commit", a, -1, LAND_SUM));
 	TRIAL("commit trap, moved",
-	      trapped_record(&hist_trap_commit, "trap before the commit, moved", a, b, 1));
+	      trapped_record(&hist_trap_commit, "trap before the commit, moved", a, b, LAND_SUM));
+	/* the written bound, raised on each CPU's first record */
+	TRIAL("bound", bound_records(a, b));
 	TRIAL("carry trap", wrapped_record(1, a));
 	TRIAL("wrap", wrapped_record(0, a));
 	printf("hist_rseq: the forced exits: %u trials preempted in their window, retried\n",

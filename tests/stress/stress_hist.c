@@ -16,6 +16,13 @@
  * At the end (quiescent): every bucket's raw count and the raw sum equal
  * what the writers recorded, to the last unit, and baseline + since-reset
  * = raw.
+ * Writers come in waves: each thread records for a while and exits, and a
+ * new one takes its place (and its tallies), so threads on new CPU slots
+ * begin recording while cuts run: built with TALLY_CPU_SLOTS=64 and
+ * TALLY_PCPU_MODE=3 (stress_hist_slots, tests/CMakeLists.txt), every new
+ * thread is a new slot, and the histogram's written bound (tally/pcpu.h),
+ * which cuts read before and after their first pass, grows through the
+ * run.
  * TALLY_STRESS_SECONDS sets the run time (default 2).
  */
 #define _GNU_SOURCE
@@ -32,9 +39,12 @@
 static struct tally_hist h;
 static int stop;
 
+/* Outer loops of a writer thread before it exits and a new one follows. */
+#define WAVE 2000
+
 struct writer {
 	pthread_t tid;
-	int id;
+	int id, exited;
 	uint64_t count[VMAX + 1], sum;
 	unsigned long long started, completed; /* observations, for the resetter */
 };
@@ -42,8 +52,9 @@ struct writer {
 static void *writer_main(void *arg)
 {
 	struct writer *w = (struct writer *)arg;
-	struct harness_rng rng = {0x415u + (uint64_t)w->id * 7919u};
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+	struct harness_rng rng = {0x415u + (uint64_t)w->id * 7919u + w->started};
+	unsigned wave = 0;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && wave++ < WAVE) {
 		for (int i = 0; i < 64; i++) {
 			uint64_t r = harness_next(&rng);
 			int64_t v = 1 + (int64_t)(r % VMAX);
@@ -67,10 +78,11 @@ static void *writer_main(void *arg)
 			w->sum += (uint64_t)v * n;
 		}
 	}
+	__atomic_store_n(&w->exited, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-static unsigned long long rounds[2], resets, bad_cuts;
+static unsigned long long rounds[2], resets, bad_cuts, waves;
 
 /* The cut: sum == value x count over the buckets, count == their total. */
 static void check_cut(const struct tally_hist_snap *s, const char *what)
@@ -153,7 +165,17 @@ int main(void)
 	}
 	pthread_create(&r0, NULL, reader_raw, NULL);
 	pthread_create(&r1, NULL, reader_reset, w);
-	usleep((useconds_t)(harness_seconds() * 1e6));
+	for (double t = 0; t < harness_seconds(); t += 0.005) {
+		usleep(5000);
+		/* the next wave: a new thread where one finished */
+		for (int i = 0; i < NWRITERS; i++)
+			if (__atomic_load_n(&w[i].exited, __ATOMIC_ACQUIRE)) {
+				pthread_join(w[i].tid, NULL);
+				w[i].exited = 0;
+				waves++;
+				pthread_create(&w[i].tid, NULL, writer_main, &w[i]);
+			}
+	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < NWRITERS; i++)
 		pthread_join(w[i].tid, NULL);
@@ -175,8 +197,10 @@ int main(void)
 		want_sum += w[i].sum;
 	CHECK_EQ(raw.sum, want_sum);
 	CHECK_EQ(since.sum + h.tally__base[raw.nr_buckets], want_sum);
-	printf("stress_hist: %llu records, %llu raw and %llu since-reset snapshots, %llu resets\n",
-	       (unsigned long long)raw.count, rounds[0], rounds[1], resets);
+	printf("stress_hist: %llu records, %llu raw and %llu since-reset snapshots, %llu resets, "
+	       "%llu writer threads after the first, written bound %u of %u slots\n",
+	       (unsigned long long)raw.count, rounds[0], rounds[1], resets, waves,
+	       h.tally__pcpu.lim, h.tally__pcpu.nr);
 	tally_hist_snap_destroy(&raw);
 	tally_hist_snap_destroy(&since);
 	tally_hist_destroy(&h);

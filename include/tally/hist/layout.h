@@ -18,21 +18,19 @@
  * b[j-2] < v <= b[j-1] (position 1: v <= b[0]); nothing is ever below.
  *
  * A CPU slot's chunk (tally__pcpu), byte offsets:
- *   0   bank 0's record: done, sum[0], sum[1]   (u64 each)
- *   32  bank 1's record: done, sum[0], sum[1]   (at 32 k: 8 x (4 k))
+ *   0   bank 0's record: done, sum   (u64 each; 16 bytes spare)
+ *   32  bank 1's record: done, sum   (at 32 k: 8 x (4 k))
  *   64  per bucket position j, at 64 + 8 j: two u32 halves, bank 0's
  *       count then bank 1's (8 bytes per bucket per CPU slot): bank k's
  *       half of j at 64 + 8 j + 4 k, so bit 2 of a half's offset is 4 k
- * A bank's record has two formats. On a CPU slot written by rseq sections
- * (x86_64, rseq registered, slot < nr), done's low 63 bits count the
- * observations and its top bit is a parity that flips at every record;
- * the bank's sum is sum[done >> 63]: a record writes sum[parity ^ 1] =
- * sum[parity] + v n (repeatable: an abort before the commit leaves done
- * as it was) and then commits done + n + 2^63 (count + n, the parity
- * flipped), one store for both. Elsewhere
- * (the atomic path, the shared slot nr) done counts observations and
- * sum[0] is the sum, each a plain atomic add. Either way a record's sum
- * and done land on one slot.
+ * A bank's record has one format on every slot: done counts the bank's
+ * observations recorded on it (modulo 2^64), the sum their values (modulo
+ * 2^64). A record's sum lands before its done, and on the same slot but
+ * for a section aborted after its half (hist/record.h: its sum and done,
+ * or its done alone, go to the shared slot). (Records of the section
+ * before this one kept a parity in done's top bit and two sums; a reader
+ * that masks done's top bit and picks sum[done >> 63] reads this format
+ * right.)
  * A half that wraps (2^32 records into one bucket of one bank on one
  * slot) is carried into the histogram's carry[bank][j] (shared, u64) by
  * the record that wrapped it, before that record's done.
@@ -44,12 +42,16 @@
 #  error "tally/hist/layout.h is private: include <tally/hist.h>"
 #endif
 
-/* A bank's record (done, sum[0], sum[1]) at 32 k; the halves after both. */
+/* A bank's record (done, sum) at 32 k; the halves after both. */
 #define TALLY__HIST_BANK_BYTES 32u
 #define TALLY__HIST_BUCKETS_OFF 64u
 /* Records of this many observations or more (tally_hist_record_n) are
  * counted in flight by the histogram (hist/cut.h says why 16). */
 #define TALLY__HIST_BIG_N 16u
+/* A histogram's tally__used bits: its shared slot was written; a half
+ * wrapped, a carry was made (hist/record.h). */
+#define TALLY__HIST_USED_SHARED 1u
+#define TALLY__HIST_USED_CARRY 2u
 
 /* The log-linear index of v at precision p. */
 TALLY__INLINE uint64_t tally__hist_index(uint64_t v, unsigned p)
