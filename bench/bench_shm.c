@@ -46,8 +46,31 @@
  *                              tally_shm_close()
  *   shm_object/find            tally_shm_counter() of an existing name
  *
- * Every add benchmark checks its total to the unit. BENCH_SHM_KEEP=1 keeps
- * the 100,000-counter region (its path on stderr) for timing tallystat.
+ * Histograms (tally/shm/hist.h), each record one of 1,024 latencies drawn
+ * from an exponential distribution (mean 50 us, so records spread over
+ * about 1,000 buckets as a server's do), tally_hist's default layout:
+ *   shm_hist/hist_record       tally_hist_record(h, v): the in-process baseline
+ *   shm_hist/tally_shm_hist_record  the same record on a region's words
+ *   shm_hist/shared_atomic     nginx-style: one array of buckets and a sum
+ *                              in the region for every thread and process,
+ *                              the same bucket math, relaxed atomic adds
+ *   shm_hist/file_per_process  prometheus_client's multiprocess Histogram
+ *                              in C: each writer's own doubles in its own
+ *                              mmap'd file, the bucket found by a linear
+ *                              scan of the 39 upper bounds the exporter
+ *                              would show (its observe()), then the
+ *                              bucket's and the sum's double loaded and
+ *                              stored (each thread stands for a process)
+ *   shm_hist_read/hist_snapshot     tally_hist_snapshot() of an in-process
+ *                              histogram of 100,000 records
+ *   shm_hist_read/handle_snapshot   tally_shm_hist_snapshot() of the same in
+ *                              a region (the writer's cut, steering records)
+ *   shm_hist_read/ro_snapshot  tally_shm_snapshot() of a read-only attach of
+ *                              that region (tallystat's cut)
+ *
+ * Every add and record benchmark checks its total to the unit.
+ * BENCH_SHM_KEEP=1 keeps the 100,000-counter region (its path on stderr)
+ * for timing tallystat.
  */
 #define _GNU_SOURCE
 #include "cbench.h"
@@ -55,8 +78,10 @@
 #include <tally/counter.h>
 #include <tally/shm.h>
 #include <tally/shm/export.h>
+#include <tally/shm/hist.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +109,14 @@ static int region_get(void)
 			return -1;
 		snprintf(path, sizeof(path), "%s/region", dir);
 	}
-	if (tally_shm_open(&region, path, NULL, why, sizeof(why))) {
-		fprintf(stderr, "bench_shm: %s\n", why);
-		return -1;
+	{
+		/* room for a few default histograms (36.6 KB per slot each) */
+		struct tally_shm_opts o = {0};
+		o.slot_bytes = 256 * 1024;
+		if (tally_shm_open(&region, path, &o, why, sizeof(why))) {
+			fprintf(stderr, "bench_shm: %s\n", why);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -621,6 +651,242 @@ static void files_body(struct cbench_state *s, void *arg)
 	cbench_items(s, (int64_t)(cbench_iterations(s) * BIG));
 }
 
+/* ---- histograms ------------------------------------------------------------------ */
+#define NVALS 1024
+static int64_t vals[NVALS];
+static uint64_t vals_sum;
+
+static void make_vals(void)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned i;
+	if (vals_sum)
+		return;
+	for (i = 0; i < NVALS; i++) {
+		double u;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+		vals[i] = 1 + (int64_t)(-log(u) * 50000.0);
+		vals_sum += (uint64_t)vals[i];
+	}
+}
+
+/* What every thread's records add up to (each cycles through vals). */
+static uint64_t vals_expected(const struct cbench_state *s)
+{
+	uint64_t per = cbench_iterations(s) * UNROLL, sum = per / NVALS * vals_sum;
+	for (uint64_t i = 0; i < per % NVALS; i++)
+		sum += (uint64_t)vals[i];
+	return sum * (uint64_t)cbench_nthreads(s);
+}
+
+enum { HW_HIST, HW_SHM, HW_ATOMIC, HW_FILE };
+static struct tally_hist hh;
+static struct tally_shm_hist shh;
+static struct tally_hist_snap hsnap0;
+/* nginx-style: counts[nr] then the sum, in the region's shared slot of an
+ * object of that many words (one array for everyone) */
+static uint64_t *sh_counts;
+static unsigned sh_nr;
+static struct tally__hist_layout sh_layout; /* its bucket math: tally_hist's */
+/* prometheus_client: per writer [40] bucket doubles, then the sum */
+#define PF_LE 39
+static uint64_t pf_le[PF_LE];
+static volatile double *pf_hist[PF_MAX_THREADS][PF_LE + 2]; /* the buckets, +Inf, the sum */
+static double pf_hist_before[PF_MAX_THREADS][PF_LE + 2];
+
+static int hist_setup(struct cbench_state *s, void *arg)
+{
+	long w = (long)(intptr_t)arg;
+	make_vals();
+	if (w == HW_HIST)
+		return tally_hist_init(&hh, NULL);
+	if (region_get())
+		return -1;
+	if (w == HW_SHM) {
+		if (tally_shm_hist(region, "bench_hist", NULL, 1e-9, &shh) ||
+		    tally_shm_hist_snap_init(&hsnap0, &shh))
+			return -1;
+		return tally_shm_hist_snapshot(&shh, &hsnap0, NULL);
+	}
+	if (w == HW_ATOMIC) {
+		struct tally_shm_hist tmp;
+		if (sh_counts)
+			return 0;
+		/* the words: a histogram object's chunk (64 + 8 per bucket
+		 * bytes per slot) is room for counts[nr] and a sum */
+		if (tally_shm_hist(region, "bench_nginx_hist", NULL, 1e-9, &tmp) ||
+		    tally__hist_opts_layout(NULL, &sh_layout))
+			return -1;
+		sh_nr = sh_layout.nr;
+		sh_counts = (uint64_t *)(void *)(tmp.tally__h.tally__pcpu.base +
+						 ((size_t)tmp.tally__h.tally__pcpu.nr
+						  << tmp.tally__h.tally__pcpu.shift));
+		memset(sh_counts, 0, ((size_t)sh_nr + 1) * sizeof(uint64_t));
+		return 0;
+	}
+	/* file per process: the exporter's 1-2-5 grid of the default range */
+	if (pf_setup(cbench_nthreads(s)))
+		return -1;
+	{
+		struct tally__hist_layout l;
+		unsigned edges[64], i, n;
+		if (tally__hist_opts_layout(NULL, &l))
+			return -1;
+		n = tally__export_hist_grid(&l, edges, 40);
+		for (i = 0; i < n && i < PF_LE; i++) {
+			uint64_t lo, hi;
+			tally__hist_pos_range(&l, edges[i], &lo, &hi);
+			pf_le[i] = hi;
+		}
+	}
+	for (int t = 0; t < cbench_nthreads(s); t++)
+		for (int b = 0; b < PF_LE + 2; b++) {
+			if (!pf_hist[t][b]) { /* an entry per bucket (its le), and the sum */
+				char k[PF_ENTRY_MAX], nm[48];
+				snprintf(nm, sizeof(nm), "bench_file_hist_b%d", b);
+				pf_key(k, sizeof(k), nm);
+				pf_hist[t][b] = pf_append(&pf_w[t], k, 0);
+				if (!pf_hist[t][b])
+					return -1;
+			}
+			pf_hist_before[t][b] = *pf_hist[t][b];
+		}
+	return 0;
+}
+
+static void hist_teardown(struct cbench_state *s, void *arg)
+{
+	long w = (long)(intptr_t)arg;
+	uint64_t count = 0, sum = 0;
+	if (w == HW_HIST || w == HW_SHM) {
+		struct tally_hist_snap snap;
+		int ok = w == HW_HIST ? !tally_hist_snap_init(&snap, &hh) &&
+						!tally_hist_snapshot(&hh, &snap)
+				      : !tally_shm_hist_snap_init(&snap, &shh) &&
+						!tally_shm_hist_snapshot(&shh, &snap, NULL);
+		if (ok) {
+			count = snap.count - (w == HW_SHM ? hsnap0.count : 0);
+			sum = snap.sum - (w == HW_SHM ? hsnap0.sum : 0);
+			tally_hist_snap_destroy(&snap);
+		}
+		if (w == HW_HIST)
+			tally_hist_destroy(&hh);
+		else
+			tally_hist_snap_destroy(&hsnap0);
+	} else if (w == HW_ATOMIC) {
+		for (unsigned j = 0; j < sh_nr; j++)
+			count += __atomic_exchange_n(&sh_counts[j], 0, __ATOMIC_RELAXED);
+		sum = __atomic_exchange_n(&sh_counts[sh_nr], 0, __ATOMIC_RELAXED);
+	} else {
+		double c = 0, sm = 0;
+		for (int t = 0; t < cbench_nthreads(s); t++) {
+			for (int b = 0; b < PF_LE + 1; b++)
+				c += *pf_hist[t][b] - pf_hist_before[t][b];
+			sm += *pf_hist[t][PF_LE + 1] - pf_hist_before[t][PF_LE + 1];
+		}
+		count = (uint64_t)c;
+		sum = (uint64_t)sm;
+	}
+	cbench_check(s, count == cbench_iterations(s) * UNROLL * (uint64_t)cbench_nthreads(s) &&
+				sum == vals_expected(s),
+		     "histogram not exact");
+}
+
+static void hist_body(struct cbench_state *s, void *arg)
+{
+	long w = (long)(intptr_t)arg;
+	uint64_t n, i, k = 0;
+	int j;
+	while (cbench_batch(s, &n)) {
+		if (w == HW_HIST) {
+			for (i = 0; i < n; i++)
+				for (j = 0; j < UNROLL; j++)
+					tally_hist_record(&hh, vals[k++ & (NVALS - 1)]);
+		} else if (w == HW_SHM) {
+			for (i = 0; i < n; i++)
+				for (j = 0; j < UNROLL; j++)
+					tally_shm_hist_record(&shh, vals[k++ & (NVALS - 1)]);
+		} else if (w == HW_ATOMIC) {
+			const struct tally__hist_layout *l = &sh_layout;
+			for (i = 0; i < n; i++)
+				for (j = 0; j < UNROLL; j++) {
+					int64_t v = vals[k++ & (NVALS - 1)];
+					__atomic_fetch_add(&sh_counts[tally__hist_pos(l, (uint64_t)v)],
+							   1, __ATOMIC_RELAXED);
+					__atomic_fetch_add(&sh_counts[sh_nr], (uint64_t)v,
+							   __ATOMIC_RELAXED);
+				}
+		} else {
+			volatile double *const *d = pf_hist[cbench_thread_index(s)];
+			for (i = 0; i < n; i++)
+				for (j = 0; j < UNROLL; j++) {
+					int64_t v = vals[k++ & (NVALS - 1)];
+					unsigned b = 0;
+					while (b < PF_LE && (uint64_t)v > pf_le[b])
+						b++;
+					*d[b] += 1.0;
+					*d[PF_LE + 1] += (double)v;
+				}
+		}
+	}
+	cbench_items(s, (int64_t)(cbench_iterations(s) * UNROLL));
+}
+
+/* The read side: one histogram of 100,000 records, cut. */
+static void hist_read_body(struct cbench_state *s, void *arg)
+{
+	long w = (long)(intptr_t)arg;
+	static struct tally_hist ih;
+	static struct tally_shm_hist rh;
+	static struct tally_shm *ro;
+	static int made;
+	struct tally_hist_snap snap;
+	struct tally_shm_snap ss = {0};
+	uint64_t n, i, count = 0;
+	char why[TALLY_SHM_ERROR_MAX];
+	make_vals();
+	if (!made) {
+		made = -1;
+		if (!region_get() && !tally_hist_init(&ih, NULL) &&
+		    !tally_shm_hist(region, "bench_read_hist", NULL, 1e-9, &rh) &&
+		    !tally_shm_open_ro(&ro, path, 0, why, sizeof(why))) {
+			for (i = 0; i < 100000; i++) {
+				tally_hist_record(&ih, vals[i & (NVALS - 1)] * (int64_t)(1 + i % 7));
+				tally_shm_hist_record(&rh, vals[i & (NVALS - 1)] * (int64_t)(1 + i % 7));
+			}
+			made = 1;
+		}
+	}
+	if (made < 0 || (w == 0 ? tally_hist_snap_init(&snap, &ih)
+				: tally_shm_hist_snap_init(&snap, &rh))) {
+		cbench_skip(s, "setup");
+		while (cbench_batch(s, &n))
+			;
+		return;
+	}
+	while (cbench_batch(s, &n))
+		for (i = 0; i < n; i++) {
+			if (w == 0)
+				tally_hist_snapshot(&ih, &snap);
+			else if (w == 1)
+				tally_shm_hist_snapshot(&rh, &snap, NULL);
+			else if (tally_shm_snapshot(ro, &ss))
+				cbench_skip(s, "ro snapshot");
+		}
+	if (w < 2)
+		count = snap.count;
+	for (i = 0; w == 2 && i < ss.n; i++)
+		if (!strcmp(ss.v[i].name, "bench_read_hist"))
+			count = ss.v[i].hist->count;
+	cbench_check(s, count == 100000, "histogram read not exact");
+	tally_hist_snap_destroy(&snap);
+	tally_shm_snap_free(&ss);
+	cbench_items(s, (int64_t)cbench_iterations(s));
+}
+
 /* ---- attach, detach, find ------------------------------------------------------ */
 static void attach_body(struct cbench_state *s, void *arg)
 {
@@ -714,4 +980,16 @@ CBENCH_INIT(register_shm)
 	cbench_register("shm_attach/open_ro", attach_body, NULL);
 	cbench_register("shm_attach/open_rw", attach_body, (void *)1);
 	cbench_register("shm_object/find", find_body, NULL);
+	{
+		static const char *const hist_names[] = {
+			"shm_hist/hist_record", "shm_hist/tally_shm_hist_record",
+			"shm_hist/shared_atomic", "shm_hist/file_per_process"};
+		for (w = 0; w < 4; w++)
+			cbench_env_threads(cbench_setup(
+				cbench_register(hist_names[w], hist_body, (void *)(intptr_t)w),
+				hist_setup, hist_teardown));
+		cbench_register("shm_hist_read/hist_snapshot", hist_read_body, (void *)0);
+		cbench_register("shm_hist_read/handle_snapshot", hist_read_body, (void *)1);
+		cbench_register("shm_hist_read/ro_snapshot", hist_read_body, (void *)2);
+	}
 }

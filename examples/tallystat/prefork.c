@@ -3,7 +3,7 @@
  * and latency into one shared region (tally/shm.h), the way nginx or
  * PHP-FPM workers would; tallystat reads it from outside.
  *
- *   prefork [-k MS] [-s US] [-e FILE] [-m METHOD] [-w FILE] REGION WORKERS SECONDS
+ *   prefork [-k MS] [-s US] [-e FILE] [-q FILE] [-m METHOD] [-w FILE] REGION WORKERS SECONDS
  *
  * -w FILE: create the region, then wait (up to a minute) for FILE to exist
  * before starting the workers (a test lets a scraper see it first).
@@ -15,10 +15,12 @@
  *   requests{method="get"|"put"|"post"}            labelled counters, one family
  *                                                  (-m: a fourth method)
  *   response_bytes                                 a counter
- *   requests_by_latency{range="lt_250us"|...}      labelled counters: the
- *                                                  request's measured time
+ *   request_latency_seconds                        a histogram (tally/shm/hist.h):
+ *                                                  the request's measured time,
+ *                                                  in ns, shown in seconds
  * (names built with tally_export_name()) and acknowledges each add after
- * it returned, in memory the parent shares.
+ * it returned, in memory the parent shares, and logs each latency there
+ * (up to 2^17 per worker slot) for the exact quantiles.
  *
  * -k MS: about every MS milliseconds (0.5x to 1.5x, at random) the parent
  * kills a random worker with SIGKILL and starts another in its place (same
@@ -34,14 +36,18 @@
  * more.)
  *
  * At the end the parent prints the totals the region must hold,
- *   expect requests{method="get"}=N ... response_bytes=M inflight_requests=0
+ *   expect requests{method="get"}=N ... response_bytes=M
+ *     request_latency_seconds_count=C request_latency_seconds_sum=S inflight_requests=0
  * and with -e FILE writes them as Prometheus samples
- * (requests_total{method="get"} N, ...), sorted, then says on stderr
- * "quiesced: K kills, R restarts".
+ * (requests_total{method="get"} N, ..., request_latency_seconds_count C),
+ * sorted; with -q FILE the exact quantiles of every latency acknowledged,
+ * "Q SECONDS" for Q = 0.5, 0.9, 0.99 (the observation of rank ceil(Q n)),
+ * or nothing if a worker's log filled; then says on stderr "quiesced: K
+ * kills, R restarts".
  */
 #define _GNU_SOURCE
 #include <tally/export.h> /* tally_export_name() */
-#include <tally/shm.h>
+#include <tally/shm/hist.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -50,20 +56,20 @@
 #include <sys/wait.h>
 #include <time.h>
 
-enum { MAX_METHODS = 4, BINS = 4, MAX_WORKERS = 256 };
+enum { MAX_METHODS = 4, MAX_WORKERS = 256, LOG = 1 << 17 };
 static const char *methods[MAX_METHODS] = {"get", "put", "post", NULL};
 static unsigned METHODS = 3;
-static const char *const bins[BINS] = {"lt_250us", "lt_1ms", "lt_4ms", "ge_4ms"};
 
 /* One worker slot's acknowledgements: written by the slot's worker of the
  * moment, read by the parent while the worker is stopped or gone. */
 struct ack {
 	unsigned busy; /* an add is in flight: not to be killed now */
-	unsigned long long req[MAX_METHODS], bytes, lat[BINS];
+	unsigned long long req[MAX_METHODS], bytes, lat_n, lat_sum;
 	char pad[64];
 };
 
 static struct ack *acks;
+static uint64_t *lat_log; /* [MAX_WORKERS][LOG]: each slot's latencies (ns) */
 static volatile unsigned *stop_all; /* shared: the parent's "stop" */
 
 static double now(void)
@@ -82,7 +88,8 @@ static int name(char *buf, size_t n, const char *family, const char *label, cons
 static int worker(const char *region, unsigned slot, unsigned seed, unsigned serve_us)
 {
 	struct tally_shm *r = NULL;
-	struct tally_shm_counter req[MAX_METHODS], bytes, lat[BINS];
+	struct tally_shm_counter req[MAX_METHODS], bytes;
+	struct tally_shm_hist lat;
 	struct tally_shm_proc_gauge inflight;
 	struct ack *me = &acks[slot];
 	char why[TALLY_SHM_ERROR_MAX], nm[128];
@@ -92,9 +99,8 @@ static int worker(const char *region, unsigned slot, unsigned seed, unsigned ser
 	for (i = 0; !err && i < METHODS; i++)
 		err = name(nm, sizeof(nm), "requests", "method", methods[i]) ||
 		      tally_shm_counter(r, nm, &req[i]);
-	for (i = 0; !err && i < BINS; i++)
-		err = name(nm, sizeof(nm), "requests_by_latency", "range", bins[i]) ||
-		      tally_shm_counter(r, nm, &lat[i]);
+	if (!err) /* tally_hist's default buckets: 1 ns .. 1 h, 2^-8 */
+		err = tally_shm_hist(r, "request_latency_seconds", NULL, 1e-9, &lat);
 	if (!err)
 		err = tally_shm_counter(r, "response_bytes", &bytes) ||
 		      tally_shm_proc_gauge(r, "inflight_requests", &inflight);
@@ -104,22 +110,25 @@ static int worker(const char *region, unsigned slot, unsigned seed, unsigned ser
 	}
 	while (!__atomic_load_n(stop_all, __ATOMIC_ACQUIRE)) {
 		unsigned size = 100 + (seed = seed * 1103515245u + 12345u) % 4000;
-		unsigned m = (seed >> 16) % METHODS, b;
-		double t0 = now(), us;
+		unsigned m = (seed >> 16) % METHODS;
+		double t0 = now();
+		int64_t ns;
 		tally_shm_proc_add(&inflight, 1);
 		if (serve_us) {
 			struct timespec ts = {0, (long)((serve_us / 2 + (seed >> 8) % serve_us) * 1000)};
 			nanosleep(&ts, NULL);
 		}
-		us = (now() - t0) * 1e6;
-		b = us < 250 ? 0 : us < 1000 ? 1 : us < 4000 ? 2 : 3;
+		ns = (int64_t)((now() - t0) * 1e9);
 		__atomic_store_n(&me->busy, 1u, __ATOMIC_SEQ_CST);
 		tally_shm_add(&req[m], 1);
 		tally_shm_add(&bytes, (tally_sword)size);
-		tally_shm_add(&lat[b], 1);
+		tally_shm_hist_record(&lat, ns);
 		me->req[m]++;
 		me->bytes += size;
-		me->lat[b]++;
+		if (me->lat_n < LOG)
+			lat_log[(size_t)slot * LOG + me->lat_n] = (uint64_t)ns;
+		me->lat_n++;
+		me->lat_sum += (unsigned long long)ns;
 		__atomic_store_n(&me->busy, 0u, __ATOMIC_SEQ_CST);
 		tally_shm_proc_add(&inflight, -1);
 	}
@@ -163,18 +172,38 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* ns as seconds, exactly ("12.3456789", no trailing zeros). */
+static void seconds(char *b, size_t n, unsigned long long ns)
+{
+	int k = snprintf(b, n, "%llu.%09llu", ns / 1000000000ull, ns % 1000000000ull);
+	while (k > 0 && b[k - 1] == '0')
+		b[--k] = '\0';
+	if (k > 0 && b[k - 1] == '.')
+		b[--k] = '\0';
+}
+
 int main(int argc, char **argv)
 {
 	struct tally_shm *r = NULL;
 	char why[TALLY_SHM_ERROR_MAX];
-	const char *region, *efile = NULL, *wfile = NULL;
-	unsigned long long req[MAX_METHODS] = {0}, lat[BINS] = {0}, bytes = 0;
+	const char *region, *efile = NULL, *wfile = NULL, *qfile = NULL;
+	unsigned long long req[MAX_METHODS] = {0}, lat_n = 0, lat_sum = 0, bytes = 0;
+	char secs_buf[48];
+	int logged_all = 1;
 	pid_t pids[MAX_WORKERS];
 	unsigned kills = 0, seed = 1, serve_us = 0, serve_set = 0;
 	double secs, kill_ms = 0, until;
 	int i, n, opt, bad = 0;
-	while ((opt = getopt(argc, argv, "k:s:e:m:w:")) != -1) {
-		if (opt == 'w')
+	while ((opt = getopt(argc, argv, "k:s:e:q:m:w:")) != -1) {
+		if (opt == 'q')
+			qfile = optarg;
+		else if (opt == 'w')
 			wfile = optarg;
 		else if (opt == 'm')
 			methods[METHODS = MAX_METHODS - 1] = optarg, METHODS = MAX_METHODS;
@@ -189,7 +218,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 3 || (n = atoi(argv[optind + 1])) < 1 || n > MAX_WORKERS ||
 	    (secs = atof(argv[optind + 2])) <= 0 || kill_ms < 0) {
-		fprintf(stderr, "usage: prefork [-k MS] [-s US] [-e FILE] [-m METHOD] [-w FILE] REGION "
+		fprintf(stderr, "usage: prefork [-k MS] [-s US] [-e FILE] [-q FILE] [-m METHOD] [-w FILE] "
+				"REGION "
 				"WORKERS "
 				"SECONDS\n");
 		return 2;
@@ -202,6 +232,11 @@ int main(int argc, char **argv)
 	if (acks == MAP_FAILED)
 		return 1;
 	stop_all = (volatile unsigned *)(void *)(acks + MAX_WORKERS);
+	lat_log = (uint64_t *)mmap(NULL, (size_t)MAX_WORKERS * LOG * sizeof(uint64_t),
+				   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
+				   -1, 0);
+	if (lat_log == MAP_FAILED)
+		return 1;
 	/* The region exists before the first worker (a reader may attach). */
 	if (tally_shm_open(&r, region, NULL, why, sizeof(why))) {
 		fprintf(stderr, "prefork: %s\n", why);
@@ -240,19 +275,21 @@ int main(int argc, char **argv)
 		int k;
 		for (k = 0; k < (int)METHODS; k++)
 			req[k] += acks[i].req[k];
-		for (k = 0; k < BINS; k++)
-			lat[k] += acks[i].lat[k];
+		lat_n += acks[i].lat_n;
+		lat_sum += acks[i].lat_sum;
+		logged_all &= acks[i].lat_n <= LOG;
 		bytes += acks[i].bytes;
 	}
+	seconds(secs_buf, sizeof(secs_buf), lat_sum);
 	printf("expect");
 	for (i = 0; i < (int)METHODS; i++)
 		printf(" requests{method=\"%s\"}=%llu", methods[i], req[i]);
-	for (i = 0; i < BINS; i++)
-		printf(" requests_by_latency{range=\"%s\"}=%llu", bins[i], lat[i]);
-	printf(" response_bytes=%llu inflight_requests=0\n", bytes);
+	printf(" response_bytes=%llu request_latency_seconds_count=%llu "
+	       "request_latency_seconds_sum=%s inflight_requests=0\n",
+	       bytes, lat_n, secs_buf);
 	fflush(stdout);
 	if (efile) {
-		char *lines[MAX_METHODS + BINS + 2], buf[160];
+		char *lines[MAX_METHODS + 4], buf[160];
 		int k = 0;
 		FILE *f = fopen(efile, "w");
 		for (i = 0; i < (int)METHODS; i++) {
@@ -260,11 +297,10 @@ int main(int argc, char **argv)
 				 req[i]);
 			lines[k++] = strdup(buf);
 		}
-		for (i = 0; i < BINS; i++) {
-			snprintf(buf, sizeof(buf), "requests_by_latency_total{range=\"%s\"} %llu",
-				 bins[i], lat[i]);
-			lines[k++] = strdup(buf);
-		}
+		snprintf(buf, sizeof(buf), "request_latency_seconds_count %llu", lat_n);
+		lines[k++] = strdup(buf);
+		snprintf(buf, sizeof(buf), "request_latency_seconds_sum %s", secs_buf);
+		lines[k++] = strdup(buf);
 		snprintf(buf, sizeof(buf), "response_bytes_total %llu", bytes);
 		lines[k++] = strdup(buf);
 		lines[k++] = strdup("inflight_requests 0");
@@ -273,6 +309,30 @@ int main(int argc, char **argv)
 			fprintf(f, "%s\n", lines[i]);
 		for (i = 0; i < k; i++)
 			free(lines[i]);
+		if (!f || fclose(f))
+			bad = 1;
+	}
+	if (qfile) {
+		/* The exact quantiles of every latency acknowledged. */
+		FILE *f = fopen(qfile, "w");
+		uint64_t *all = logged_all && lat_n ? (uint64_t *)malloc(lat_n * sizeof(uint64_t))
+						    : NULL;
+		size_t m = 0;
+		static const double qs[] = {0.5, 0.9, 0.99};
+		for (i = 0; all && i < n; i++) {
+			memcpy(all + m, lat_log + (size_t)i * LOG, acks[i].lat_n * sizeof(uint64_t));
+			m += acks[i].lat_n;
+		}
+		if (all)
+			qsort(all, m, sizeof(*all), cmp_u64);
+		for (i = 0; all && f && i < 3; i++) {
+			double want = qs[i] * (double)m; /* rank ceil(q m), at least 1 */
+			uint64_t rank = (uint64_t)want;
+			rank += (double)rank < want;
+			seconds(secs_buf, sizeof(secs_buf), all[(rank ? rank : 1) - 1]);
+			fprintf(f, "%g %s\n", qs[i], secs_buf);
+		}
+		free(all);
 		if (!f || fclose(f))
 			bad = 1;
 	}

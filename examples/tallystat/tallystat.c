@@ -1,8 +1,8 @@
 /*
- * tallystat - print a tally shared region's counters and gauges, from
- * outside the processes that write them (like vmstat or varnishstat).
- * Attaches read-only: never writes, never locks, never disturbs a writer,
- * and treats the region as untrusted input.
+ * tallystat - print a tally shared region's counters, gauges and
+ * histograms, from outside the processes that write them (like vmstat or
+ * varnishstat). Attaches read-only: never writes, never locks, never
+ * disturbs a writer, and treats the region as untrusted input.
  *
  *   tallystat [-f text|json|prometheus|openmetrics] [-i SECONDS [-n COUNT]]
  *             [--serve HOST:PORT] REGION
@@ -11,7 +11,15 @@
  *   -f FORMAT   text (default: "name value", with -i also the rate per
  *               second), json (one object per sample, with -i rates), or
  *               Prometheus text 0.0.4 / OpenMetrics 1.0 (through
- *               tally/export.h: counters as name_total, widened)
+ *               tally/export.h: counters as name_total, widened;
+ *               histograms as Prometheus histograms of a fixed le set)
+ * A histogram (family{labels} or family) shows in text as the lines
+ * family_count{labels} N, family_sum{labels} S and family{labels,
+ * quantile="Q"} V for Q = 0.5, 0.9, 0.99 (its full precision: within
+ * tally_hist_error() of the exact quantile), in its scale (seconds for
+ * nanoseconds recorded with scale 1e-9); in JSON as an object with count,
+ * sum, those quantiles and the buckets Prometheus gets (cumulative, by le),
+ * and "stuck" when records were left in the middle (tally/shm/cut.h).
  *   -i SECONDS  print every SECONDS (a decimal) instead of once; rates are
  *               the change since the last print divided by the time
  *               between the two snapshots
@@ -19,7 +27,8 @@
  *   --serve A   serve /metrics on A (tally/serve.h) until SIGINT/SIGTERM;
  *               objects created later are added within a second
  * Exit: 0; 1 the region cannot be read (the reason on stderr: missing,
- * corrupted, incompatible, truncated); 2 usage.
+ * corrupted, incompatible, truncated, or a histogram whose records never
+ * paused long enough for a read-only cut: tally/shm/cut.h); 2 usage.
  */
 #define _GNU_SOURCE
 #include <tally/shm.h>
@@ -89,7 +98,103 @@ static const char *type_of(unsigned kind)
 {
 	return kind == TALLY_SHM_COUNTER ? "counter"
 	       : kind == TALLY_SHM_GAUGE ? "gauge"
+	       : kind == TALLY_SHM_HIST  ? "histogram"
 					 : "process_gauge";
+}
+
+/* v x scale: exact decimals for a scale of 10^-k (as the exporter writes
+ * them; the 10^-k found through stored doubles, so x87's excess
+ * precision cannot miss it), else the shortest %g that reads back. */
+static void put_scaled(uint64_t v, double scale)
+{
+	uint64_t p = 1;
+	int k;
+	for (k = 0; k <= 18; k++, p *= 10u) {
+		volatile double q = 1.0 / (double)p;
+		if (scale == q)
+			break;
+	}
+	if (k > 18) {
+		char b[40];
+		int prec;
+		for (prec = 1; prec <= 17; prec++) {
+			snprintf(b, sizeof(b), "%.*g", prec, (double)v * scale);
+			if (strtod(b, NULL) == (double)v * scale)
+				break;
+		}
+		fputs(b, stdout);
+	} else if (!k) {
+		printf("%llu", (unsigned long long)v);
+	} else {
+		char f[24];
+		int n;
+		snprintf(f, sizeof(f), "%0*llu", k, (unsigned long long)(v % p));
+		for (n = k; n > 0 && f[n - 1] == '0'; n--)
+			f[n - 1] = '\0'; /* no trailing zeros */
+		printf("%llu%s%s", (unsigned long long)(v / p), n ? "." : "", f);
+	}
+}
+
+static const double quantiles[] = {0.5, 0.9, 0.99};
+
+/* A histogram's text lines: family_count{l} N, family_sum{l} S, then
+ * family{l,quantile="Q"} V (rates of count and sum with prev). */
+static void hist_text(const struct tally_shm_value *v, const struct tally_shm_value *prev,
+		      double dt)
+{
+	const struct tally_hist_snap *h = v->hist;
+	const char *brace = strchr(v->name, '{');
+	int fl = brace ? (int)(brace - v->name) : (int)strlen(v->name);
+	const char *lab = brace ? brace : "";
+	size_t q;
+	printf("%.*s_count%s %llu", fl, v->name, lab, (unsigned long long)h->count);
+	if (prev && dt > 0)
+		printf(" %.1f/s", (double)(h->count - prev->hist->count) / dt);
+	printf("\n%.*s_sum%s ", fl, v->name, lab);
+	put_scaled(h->sum, v->scale);
+	if (prev && dt > 0)
+		printf(" %.6g/s", (double)(h->sum - prev->hist->sum) * v->scale / dt);
+	printf("\n");
+	for (q = 0; q < sizeof(quantiles) / sizeof(quantiles[0]); q++) {
+		if (brace)
+			printf("%.*s%.*s,quantile=\"%g\"} ", fl, v->name,
+			       (int)strlen(brace) - 1, brace, quantiles[q]);
+		else
+			printf("%s{quantile=\"%g\"} ", v->name, quantiles[q]);
+		printf("%.6g\n", h->count ? tally_hist_quantile(h, quantiles[q]) * v->scale : 0.0);
+	}
+}
+
+/* A histogram's JSON members after "type": count, sum, quantiles, and
+ * the buckets Prometheus gets (the exporter's fixed le set). */
+static void hist_json(const struct tally_shm_value *v)
+{
+	const struct tally_hist_snap *h = v->hist;
+	unsigned *edges = (unsigned *)malloc(h->nr_buckets * sizeof(unsigned));
+	const char *why = NULL;
+	uint64_t cum = 0, lo = 0, hi = 0;
+	unsigned i, j = 0;
+	int n = edges ? tally__export_hist_edges(&h->tally__l, NULL, edges, &why) : -1;
+	size_t q;
+	printf(",\"count\":%llu,\"sum\":", (unsigned long long)h->count);
+	put_scaled(h->sum, v->scale);
+	printf(",\"quantiles\":{");
+	for (q = 0; q < sizeof(quantiles) / sizeof(quantiles[0]); q++)
+		printf("%s\"%g\":%.6g", q ? "," : "", quantiles[q],
+		       h->count ? tally_hist_quantile(h, quantiles[q]) * v->scale : 0.0);
+	printf("},\"buckets\":[");
+	for (i = 0; n > 0 && i < (unsigned)n; i++) {
+		for (; j <= edges[i]; j++)
+			cum += h->counts[j];
+		tally_hist_snap_bucket_range(h, edges[i], &lo, &hi);
+		printf("{\"le\":");
+		put_scaled(hi, v->scale);
+		printf(",\"count\":%llu},", (unsigned long long)cum);
+	}
+	printf("{\"le\":\"+Inf\",\"count\":%llu}]", (unsigned long long)h->count);
+	if (v->stuck) /* observations left in the middle of records (tally/shm/cut.h) */
+		printf(",\"stuck\":%llu", (unsigned long long)v->stuck);
+	free(edges);
 }
 
 /* The previous snapshot's value of v, by position (objects never move). */
@@ -106,7 +211,16 @@ static void print_text_json(int fmt, const struct tally_shm_snap *s, const struc
 			int gauge = v->kind != TALLY_SHM_COUNTER;
 			printf("%s{\"name\":", i ? "," : "");
 			json_str(v->name);
-			printf(",\"type\":\"%s\",\"value\":", type_of(v->kind));
+			printf(",\"type\":\"%s\"", type_of(v->kind));
+			if (v->hist) {
+				hist_json(v);
+				if (prev && i < prev->n && prev->v[i].hist && dt > 0)
+					printf(",\"rate\":%.3f",
+					       (double)(v->hist->count - prev->v[i].hist->count) / dt);
+				printf("}");
+				continue;
+			}
+			printf(",\"value\":");
 			if (gauge)
 				printf("%lld", (long long)tally__to_signed(v->raw));
 			else
@@ -125,6 +239,11 @@ static void print_text_json(int fmt, const struct tally_shm_snap *s, const struc
 		for (i = 0; i < s->n; i++) {
 			const struct tally_shm_value *v = &s->v[i];
 			int gauge = v->kind != TALLY_SHM_COUNTER;
+			if (v->hist) {
+				hist_text(v, prev && i < prev->n && prev->v[i].hist ? &prev->v[i] : NULL,
+					  dt);
+				continue;
+			}
 			if (gauge)
 				printf("%s %lld", v->name, (long long)tally__to_signed(v->raw));
 			else

@@ -8,9 +8,12 @@
 # another; it never kills one between an add and its acknowledgement (see
 # prefork.c), so what the workers acknowledged is exact. Once the workers
 # have stopped and a later scrape has landed, Prometheus must hold, for
-# every series, exactly what the workers acknowledged (the labelled
-# families requests_total and requests_by_latency_total, response_bytes_total,
-# and inflight_requests 0); no counter reset in any counter series over the
+# every series, exactly what the workers acknowledged (the labelled family
+# requests_total, response_bytes_total, the latency histogram's
+# request_latency_seconds_count and _sum, and inflight_requests 0);
+# histogram_quantile() over the served buckets within the bucket that holds
+# the exact quantile of every latency acknowledged (the bucket's error: its
+# le set is fixed, the 1-2-5 grid); no counter reset in any counter series over the
 # run (resets() == 0: restarts never move a shared count back); the
 # per-process gauge within [0, workers] at every scrape (a dead worker's +1
 # left the sum with it: a shared gauge would have climbed by one per kill
@@ -23,7 +26,8 @@ tallystat=$1 prefork=$2
 workers=4
 region=$tmp/region
 
-"$prefork" -k 200 -s 300 -e "$tmp/want" -w "$tmp/go" "$region" $workers 6 >"$tmp/prefork.out" 2>"$tmp/prefork.log" &
+"$prefork" -k 200 -s 300 -e "$tmp/want" -q "$tmp/quantiles" -w "$tmp/go" "$region" $workers 6 \
+  >"$tmp/prefork.out" 2>"$tmp/prefork.log" &
 fpid=$!
 pids+=($fpid)
 for i in $(seq 100); do [ -s "$region" ] && break; sleep 0.05; done
@@ -88,7 +92,7 @@ labels='def labels: [.metric | to_entries[] |
     select(.key != "__name__" and .key != "job" and .key != "instance") |
     "\(.key)=\"\(.value)\""] | sort | if length > 0 then "{" + join(",") + "}" else "" end;'
 got() {
-  query '{__name__=~"requests_total|requests_by_latency_total|response_bytes_total|inflight_requests",job="tally"}' |
+  query '{__name__=~"requests_total|response_bytes_total|request_latency_seconds_count|request_latency_seconds_sum|inflight_requests",job="tally"}' |
     jq -r "$labels"' .data.result[] | (.metric.__name__) + labels + " " + .value[1]' | sort
 }
 deadline=$((SECONDS + 20))
@@ -112,7 +116,7 @@ nscr=$(query_at 'count_over_time(response_bytes_total{job="tally"}[5m])' | jq -r
 [ "$nscr" -ge 6 ] || fail "only $nscr scrapes"
 moving=$(query_at 'changes(response_bytes_total{job="tally"}[5m])' | jq -r '.data.result[0].value[1] // 0')
 [ "$moving" -ge 4 ] || fail "only $moving scrapes saw the workers' counts move"
-for f in requests_total requests_by_latency_total response_bytes_total; do
+for f in requests_total response_bytes_total request_latency_seconds_count; do
   r=$(query_at "max(resets($f{job=\"tally\"}[5m]))" "$t_last" | jq -r '.data.result[0].value[1]')
   [ "$r" = 0 ] || fail "Prometheus saw $r counter resets in $f"
 done
@@ -129,4 +133,18 @@ echo "ok: inflight_requests (per-process) in [$lo, $hi] over the run, $kills wor
 
 curl -sf --max-time 2 "http://127.0.0.1:$port/metrics" >"$tmp/page"
 promtool check metrics <"$tmp/page" || fail "promtool check metrics"
+
+# histogram_quantile() over the buckets Prometheus scraped: in the bucket
+# (lo, hi] of the served le set that holds the exact quantile.
+sed -n 's/^request_latency_seconds_bucket{le="\([0-9.]*\)"}.*/\1/p' "$tmp/page" >"$tmp/les"
+[ "$(wc -l <"$tmp/les")" = 39 ] || fail "the histogram serves $(wc -l <"$tmp/les") finite le bounds, not 39"
+[ "$(wc -l <"$tmp/quantiles")" = 3 ] || fail "prefork gave no exact quantiles"
+while read -r q exact; do
+  est=$(query_at "histogram_quantile($q, request_latency_seconds_bucket{job=\"tally\"})" |
+    jq -r '.data.result[0].value[1] // "none"')
+  awk -v e="$est" -v x="$exact" 'NR == 1 { lo = 0 } { if (!hi && $1 + 0 >= x + 0) hi = $1; else if (!hi) lo = $1 }
+    END { if (e == "none" || !hi) exit 1; exit !(lo + 0 < x + 0 && e + 0 >= lo + 0 && e + 0 <= hi + 0) }' "$tmp/les" ||
+    fail "histogram_quantile($q) = $est: not in the bucket of the exact $exact"
+  echo "ok: histogram_quantile($q) = $est, exact $exact, one bucket"
+done <"$tmp/quantiles"
 echo "PASS: Prometheus scraping tallystat --serve, workers killed and restarted"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # tallystat against a region written by prefork's workers: the values once
 # they stop (exact; labelled counters as one family each; the per-process
-# gauge 0 and no live process), every format (promtool on the text 0.0.4,
-# jq on the JSON), rates with -i, --serve (curl: both formats, promtool,
-# objects created after it started, SIGTERM), a POSIX shared-memory name,
-# and refusals (missing, corrupted, truncated regions: exit 1 with the
-# reason).
+# gauge 0 and no live process; the latency histogram's count and sum equal
+# to the workers' own, its quantiles within tally_hist_error() (2^-8) of
+# the exact ones), every format (promtool on the text 0.0.4, the histogram
+# as 40 le series; jq on the JSON), rates with -i, --serve (curl: both
+# formats, promtool, objects created after it started, SIGTERM), a POSIX
+# shared-memory name, and refusals (missing, corrupted, truncated regions:
+# exit 1 with the reason).
 # Usage: test_tallystat.sh TALLYSTAT PREFORK
 set -euo pipefail
 export LC_ALL=C
@@ -16,7 +18,7 @@ trap '[ -z "$spid" ] || kill "$spid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 region=$tmp/region
 
-expect=$("$prefork" -k 50 -s 100 -e "$tmp/expect.prom" "$region" 4 0.6)
+expect=$("$prefork" -k 50 -s 100 -e "$tmp/expect.prom" -q "$tmp/quantiles" "$region" 4 0.6)
 echo "$expect"
 out=$("$tallystat" "$region")
 echo "$out"
@@ -24,6 +26,14 @@ for kv in ${expect#expect }; do
 	k=${kv%=*} v=${kv##*=}
 	grep -Fqx "$k $v" <<<"$out" || fail "text: $k is not $v"
 done
+# The histogram's quantiles at its full precision: within 2^-8 (relative)
+# of the exact quantiles of every latency the workers acknowledged.
+[ "$(wc -l <"$tmp/quantiles")" = 3 ] || fail "no exact quantiles ($(cat "$tmp/quantiles"))"
+while read -r q exact; do
+	got=$(sed -n "s/^request_latency_seconds{quantile=\"$q\"} //p" <<<"$out")
+	awk -v g="$got" -v x="$exact" 'BEGIN { d = g - x; if (d < 0) d = -d; exit !(g != "" && d <= x / 256) }' ||
+		fail "text: quantile $q is $got, exact $exact (more than 2^-8 apart)"
+done <"$tmp/quantiles"
 # The region's mode (0600) and read-only use: tallystat changed nothing.
 [ "$(stat -c %a "$region")" = 600 ] || fail "mode $(stat -c %a "$region")"
 sum1=$(md5sum <"$region")
@@ -32,16 +42,28 @@ sum1=$(md5sum <"$region")
 "$tallystat" -f openmetrics "$region" >"$tmp/out.om"
 [ "$(md5sum <"$region")" = "$sum1" ] || fail "the reader changed the region"
 while read -r line; do
-	grep -Fqx "$line" "$tmp/out.prom" || fail "prometheus: no line '$line'"
+	case $line in
+	request_latency_seconds_sum\ *) # a decimal the exporter may write as %g (x87)
+		got=$(sed -n 's/^request_latency_seconds_sum //p' "$tmp/out.prom")
+		awk -v g="$got" -v w="${line#* }" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && d <= w * 1e-6) }' ||
+			fail "prometheus: request_latency_seconds_sum $got, expected ${line#* }" ;;
+	*) grep -Fqx "$line" "$tmp/out.prom" || fail "prometheus: no line '$line'" ;;
+	esac
 done <"$tmp/expect.prom"
 grep -q '^# TYPE inflight_requests gauge$' "$tmp/out.prom" || fail "prometheus: gauge type"
 # Labelled objects are one family each.
 [ "$(grep -c '^# TYPE requests_total counter$' "$tmp/out.prom")" = 1 ] || fail "requests: one family"
 [ "$(grep -c '^requests_total{' "$tmp/out.prom")" = 3 ] || fail "requests: three series"
+# The histogram: its fixed le set (the 1-2-5 grid of 1 ns .. 1 h: 39 and +Inf).
+grep -q '^# TYPE request_latency_seconds histogram$' "$tmp/out.prom" || fail "histogram type"
+[ "$(grep -c '^request_latency_seconds_bucket{' "$tmp/out.prom")" = 40 ] || fail "histogram: 40 le series"
+n=$(sed -n 's/^request_latency_seconds_count //p' "$tmp/out.prom")
+grep -Fqx "request_latency_seconds_bucket{le=\"+Inf\"} $n" "$tmp/out.prom" || fail "histogram: +Inf != count"
 tail -1 "$tmp/out.om" | grep -qx '# EOF' || fail "openmetrics: no # EOF"
-# Rates: three prints 0.2 s apart (9 objects: 2 x 9 rates).
+# Rates: three prints 0.2 s apart (5 counters and gauges, and a
+# histogram's count and sum: 2 x 7 rates).
 "$tallystat" -i 0.2 -n 3 "$region" >"$tmp/rates.txt"
-[ "$(grep -c '/s$' "$tmp/rates.txt")" = 18 ] || { cat "$tmp/rates.txt"; fail "rates"; }
+[ "$(grep -c '/s$' "$tmp/rates.txt")" = 14 ] || { cat "$tmp/rates.txt"; fail "rates"; }
 # Refusals.
 if "$tallystat" "$tmp/none" 2>"$tmp/err"; then fail "a missing region was read"; fi
 grep -q "No such file" "$tmp/err" || fail "missing: $(cat "$tmp/err")"
@@ -117,6 +139,10 @@ if command -v jq >/dev/null; then
 	jq -e '.processes_live == 0 and .processes >= 4 and
 		(.objects | map(select(.type == "process_gauge")) | .[0].value == 0)' \
 		"$tmp/out.json" >/dev/null || fail "jq: per-process gauge, live processes"
+	n=$(sed -n 's/^request_latency_seconds_count //p' "$tmp/out.prom")
+	jq -e --argjson n "$n" '.objects | map(select(.type == "histogram")) | .[0] |
+		.count == $n and (.buckets | length) == 40 and .buckets[39].count == $n and
+		(.quantiles | has("0.99"))' "$tmp/out.json" >/dev/null || fail "jq: histogram"
 else
 	missing+=" jq"
 fi

@@ -1,9 +1,9 @@
 /**
  * @file
- * tally/shm.h - per-CPU counters and gauges shared by many processes
- * through a region (a file or a POSIX shared-memory name), read from
- * outside like /proc/vmstat: a reader never writes, never locks and never
- * trusts what it reads.
+ * tally/shm.h - per-CPU counters, gauges and histograms shared by many
+ * processes through a region (a file or a POSIX shared-memory name), read
+ * from outside like /proc/vmstat: a reader never writes, never locks and
+ * never trusts what it reads. Histograms: tally/shm/hist.h.
  *
  *   struct tally_shm *r;
  *   struct tally_shm_counter reqs;
@@ -25,12 +25,13 @@
  *   tally_shm_snapshot(ro, &snap);           // names, kinds, exact values
  *
  * What is shared. The region is the whole state: a header, a directory of
- * named objects, a name index, a process table (per-process gauges'
- * rows, below), and per-CPU storage laid out CPU-major as
- * tally's in-process arena (tally/pcpu/arena.h): nr_slots + 1 regions of
- * 2^shift bytes, region s holding CPU slot s's word of every object (the
- * last, slot nr_slots, is the shared slot), an object at one offset in
- * each, so slot s's word of an object is base + (s << shift) + off. No
+ * named objects, a name index, a process table (per-process gauges' rows,
+ * below), a shared area (histograms' shared words), and per-CPU storage
+ * laid out CPU-major as tally's in-process arena (tally/pcpu/arena.h):
+ * nr_slots + 1 regions of 2^shift bytes, region s holding CPU slot s's
+ * word of every object (the last, slot nr_slots, is the shared slot), an
+ * object at one offset in each, so slot s's word of an object is
+ * base + (s << shift) + off. No
  * process keeps a copy or a cache: an add that returned is in the shared
  * mapping, so it outlives its process (exit, crash, kill -9), and the
  * region outlives every process (unlink it with tally_shm_unlink()).
@@ -95,9 +96,11 @@
  * validates what it uses: the header (magic, byte order, format version,
  * word size, sizes and offsets against the file's size), the published
  * count against the directory's capacity, each entry's kind, name (length,
- * characters, terminator) and offset against the space reserved, the
- * written bound against the slot count; each field is loaded once, then
- * checked, then used. A truncated, corrupted or hostile region gets -EINVAL
+ * characters, terminator) and offset against the space reserved, a
+ * histogram's block (its layout, bucket count, bounds and scale) against
+ * the shared space reserved, the written bound against the slot count;
+ * each field is loaded once, then checked, then used, and no loop runs on
+ * what it reads (tally/shm/cut.h). A truncated, corrupted or hostile region gets -EINVAL
  * and a one-line reason (tally_shm_error()), never a read out of bounds;
  * an incompatible one (byte order, version, word size; for writers also
  * the slot count) gets -EPROTO and the reason. tally_shm_read_image()
@@ -105,9 +108,9 @@
  * it, also as a libFuzzer target). One hazard is outside a reader's
  * reach: a process with write access that truncates the file while a
  * reader has it mapped makes the reader's next load of a page past the
- * end fault (SIGBUS). Snapshots check the
- * file's size first, so only a truncation racing with a snapshot can do
- * that; tallystat catches SIGBUS and reports it.
+ * end fault (SIGBUS). Snapshots check the file's size first, so only a
+ * truncation racing with a snapshot can do that; tallystat catches SIGBUS
+ * and reports it.
  *
  * Per-process gauges and liveness. A gauge (tally_shm_gauge()) is one
  * value shared by every writer, as a counter is: a process that dies
@@ -152,20 +155,20 @@
  * control characters, \\, \" and \n escaped), 1..TALLY_SHM_NAME_MAX bytes.
  * Capacity is fixed at creation (TALLY_SHM_DEFAULT_OBJECTS objects,
  * TALLY_SHM_DEFAULT_SLOT_BYTES per slot, TALLY_SHM_DEFAULT_PROCS process
- * rows of TALLY_SHM_DEFAULT_PROC_BYTES by default); a region is refused by
- * writers whose word size, byte order or CPU slot count differ from its
- * creator's. Histograms are not in regions yet: tally/hist.h's record is
- * a restartable section over a bucket layout of its own (a few hundred
- * buckets per CPU, a record of n >= 16 in flight tracked for its cut), and
- * its per-CPU storage comes from the in-process arena; in a region it
- * would be an object of many words per slot, with its layout (sub-bucket
- * precision, range) in the entry, validated by readers like an entry's
- * offset, its record section pointed at the region's words, and the
- * exporter's histogram source (tally/export_hist.h) fed from a snapshot of
- * those words. That needs hist.h's record and snapshot to take storage
- * they do not own (a change to hist*.h, which this header does not make);
- * until then, a latency distribution in a region is a labelled counter
- * per range (examples/tallystat/prefork.c: requests_by_latency{range=...}).
+ * rows of TALLY_SHM_DEFAULT_PROC_BYTES, TALLY_SHM_DEFAULT_SHARED_BYTES of
+ * shared area by default); a region is refused by writers whose word
+ * size, byte order or CPU slot count differ from its creator's.
+ *
+ * Histograms (tally/shm/hist.h) are tally_hist's buckets and record on
+ * the region's words: a chunk per CPU slot (64 + 8 bytes per bucket) and a
+ * block in the shared area (the layout, the bank word, 16 bytes of
+ * carries per bucket); a snapshot holds each one's exact cut (struct
+ * tally_hist_snap: buckets, count and sum of one instant). A reader
+ * attached read-only may get -EBUSY where records never pause, and a
+ * record left in the middle by a process killed inside it is counted in
+ * its bucket, maybe not in the sum (struct tally_shm_value.stuck says so;
+ * tally/shm/cut.h says when and why). Their reads visit every CPU slot
+ * (the record's section does not raise the region's written bound).
  * Groups (the hierarchy of tally/rstat.h) stay in-process: sharing them
  * would need their updated lists, flush lock and RCU-protected links in
  * the region, addressed by offsets, with a grace-period mechanism across
@@ -173,13 +176,14 @@
  * whose holder dies; a shared group can instead be a family of labelled
  * counters (path="/a/b"), summed by the reader.
  *
- * Concurrency. tally_shm_add() on any object: any thread of any attached
- * process, beside everything (wait-free apart from restarts).
+ * Concurrency. tally_shm_add(), tally_shm_hist_record(): any thread of
+ * any attached process, beside everything (wait-free apart from restarts).
  * tally_shm_proc_add(): any thread, beside everything (lock-free; the
  * first in a process, or in a child of fork(), claims a row: blocking).
- * tally_shm_counter()/gauge(): any thread, beside everything (blocking on
- * the region's lock when it creates). Snapshots: any thread of any
- * process, beside everything; they never block a writer. A handle (struct
+ * tally_shm_counter()/gauge()/hist(): any thread, beside everything
+ * (blocking on the region's lock when it creates). Snapshots: any thread
+ * of any process, beside everything; they never block a writer (a
+ * histogram's cut waits for records in flight, tally/shm/cut.h). A handle (struct
  * tally_shm) may be used by several threads at once except for
  * tally_shm_close(), and its error text is the last failure's of any of
  * them. fork(): the child may use the parent's handle and objects.
@@ -192,12 +196,16 @@
  *   tally/shm/open.h      creating and attaching a region
  *   tally/shm/objects.h   finding and creating objects, the add's slow path
  *   tally/shm/procs.h     per-process rows: claims, releases, fork()
- * tally/shm/export.h (public) feeds a region to tally/export.h.
+ *   tally/shm/cut.h       histograms read: their blocks checked, their
+ *                         cuts taken; the snapshot
+ * tally/shm/export.h (public) feeds a region to tally/export.h;
+ * tally/shm/hist.h (public) puts histograms in regions.
  */
 #ifndef TALLY_SHM_H
 #define TALLY_SHM_H
 
 #include <tally/arch.h>
+#include <tally/hist.h>
 #include <tally/monotonic.h>
 #include <tally/pcpu.h>
 #include <tally/rseq.h>
@@ -217,7 +225,7 @@ extern "C" {
 #endif
 
 /** The format version a region is written in and this header reads. */
-#define TALLY_SHM_VERSION 1
+#define TALLY_SHM_VERSION 2
 /** Longest object name, in bytes, labels included. */
 #define TALLY_SHM_NAME_MAX 231
 /** The size of the buffers that take a one-line error. */
@@ -245,6 +253,12 @@ extern "C" {
 #endif
 /** Most process rows a region may have (a reader refuses more). */
 #define TALLY_SHM_MAX_PROCS 65536u
+/** Bytes of the shared area unless the creator says otherwise (a
+ * histogram's block takes 128 + 16 per bucket + 8 per explicit bound,
+ * rounded up to 64: 73,152 for tally_hist's default layout). */
+#ifndef TALLY_SHM_DEFAULT_SHARED_BYTES
+#  define TALLY_SHM_DEFAULT_SHARED_BYTES (1u << 20)
+#endif
 
 /** Object kinds. */
 enum tally_shm_kind {
@@ -252,7 +266,9 @@ enum tally_shm_kind {
 	TALLY_SHM_GAUGE = 2,   /**< a signed value that goes up and down */
 	/** a gauge each process keeps in its own row: its value is the sum
 	 * over the live processes only (see "Per-process gauges") */
-	TALLY_SHM_PROC_GAUGE = 3
+	TALLY_SHM_PROC_GAUGE = 3,
+	/** a histogram (tally/shm/hist.h): buckets, count and sum */
+	TALLY_SHM_HIST = 4
 };
 
 /** tally_shm_open() flags. */
@@ -286,6 +302,9 @@ struct tally_shm_opts {
 	/** A new region's bytes per process row, rounded up to a power of
 	 * two of at least a page; 0: TALLY_SHM_DEFAULT_PROC_BYTES. */
 	size_t proc_bytes;
+	/** A new region's bytes of shared area (histograms' blocks), rounded
+	 * up to a page; 0: TALLY_SHM_DEFAULT_SHARED_BYTES. */
+	size_t shared_bytes;
 };
 
 #define TALLY__SHM_INSIDE 1
@@ -344,7 +363,20 @@ struct tally_shm_value {
 	char name[TALLY_SHM_NAME_MAX + 1]; /**< its name (labels included) */
 	unsigned kind;                     /**< enum tally_shm_kind */
 	tally_uword raw; /**< modular sum of its words (a gauge: tally__to_signed;
-			  * a per-process gauge: over the live processes' rows) */
+			  * a per-process gauge: over the live processes' rows;
+			  * a histogram: its count, modulo 2^TALLY_WORD_BITS) */
+	/** a histogram: one exact cut (count, sum and buckets of one instant;
+	 * tally/hist.h's readers apply: tally_hist_quantile(), ...), owned by
+	 * the snapshot; NULL for the other kinds */
+	struct tally_hist_snap *hist;
+	/** a histogram: the unit readers show, shown = recorded x scale (1e-9:
+	 * nanoseconds recorded, seconds shown); 1 for the other kinds */
+	double scale;
+	/** a histogram: 0 when its cut is exact; else the observations its
+	 * buckets (and count) hold whose records had not finished, left in the
+	 * middle by a process killed or stopped inside them (not in the sum:
+	 * tally/shm/cut.h) */
+	uint64_t stuck;
 };
 
 /** What a snapshot found: zero-initialise, reuse, free with
@@ -360,10 +392,13 @@ struct tally_shm_snap {
 	unsigned procs_live;       /**< of those, held by a live process now */
 	unsigned char *alive;      /**< private: [procs] */
 	size_t alive_cap;          /**< private */
+	uint64_t *scratch;         /**< private: histograms' cuts */
+	size_t scratch_cap;        /**< private */
 };
 
 #define TALLY__SHM_INSIDE 1
 #include <tally/shm/read.h>
+#include <tally/shm/cut.h>
 #include <tally/shm/open.h>
 #include <tally/shm/objects.h>
 #include <tally/shm/procs.h>
@@ -380,10 +415,17 @@ static inline const char *tally_shm_error(const struct tally_shm *r)
 /** tally_shm_snap_free - free what s holds (s may be reused after). */
 static inline void tally_shm_snap_free(struct tally_shm_snap *s)
 {
+	size_t i;
 	if (!s)
 		return;
+	for (i = 0; i < s->cap; i++)
+		if (s->v[i].hist) {
+			tally_hist_snap_destroy(s->v[i].hist);
+			free(s->v[i].hist);
+		}
 	free(s->v);
 	free(s->alive);
+	free(s->scratch);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -391,7 +433,8 @@ static inline void tally_shm_snap_free(struct tally_shm_snap *s)
  * tally_shm_read_image - read a region's image of len bytes at buf (a
  * copy of a region file, or untrusted bytes) into s: the reader of
  * tally_shm_snapshot(), on memory. buf must be aligned for 8-byte loads.
- * Returns 0, -EINVAL (not a region, truncated or corrupted), -EPROTO
+ * Returns 0, -EINVAL (not a region, truncated or corrupted: also a
+ * histogram whose buckets do not add up to its count, read once), -EPROTO
  * (incompatible) or -ENOMEM, with a one-line reason in why. Never reads
  * outside [buf, buf + len). An image has no locks to test: its
  * per-process gauges sum every process row ever claimed, as the image
@@ -412,7 +455,7 @@ static inline int tally_shm_read_image(const void *buf, size_t len, struct tally
 	err = tally__shm_check((const unsigned char *)buf, len, &L, why, why_size);
 	if (err)
 		return err;
-	return tally__shm_snap_into((const unsigned char *)buf, -1, &L, s, why, why_size);
+	return tally__shm_snap_into((const unsigned char *)buf, NULL, -1, &L, s, why, why_size);
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -471,10 +514,15 @@ static inline int tally_shm_unlink(const char *where, unsigned flags)
 /**
  * tally_shm_snapshot - every object of r (attached either way), with its
  * exact value once writers are quiescent, into s (zero-initialised or
- * reused). Validates the region as untrusted input (the top of the file).
+ * reused; a histogram's cut reuses the tally_hist_snap it had there).
+ * Validates the region as untrusted input (the top of the file).
  * @return 0, -EINVAL (corrupted or truncated: tally_shm_error(r) says how),
- * -ENOMEM. Wait-free on the region (no lock, no write); O(objects x CPU
- * slots written). Any thread.
+ * -EBUSY (a histogram's records never paused for TALLY_SHM_HIST_TRIES
+ * reads: r attached read-only, tally/shm/cut.h), -ENOMEM. Never blocks a
+ * writer; a read-write r writes one word per histogram (its bank word,
+ * which steers records away from the bank its cut reads). Counters:
+ * O(objects x CPU slots written); a histogram: O(buckets x CPU slots),
+ * and waits for a record preempted inside it. Any thread.
  */
 static inline int tally_shm_snapshot(struct tally_shm *r, struct tally_shm_snap *s)
 {
@@ -490,7 +538,8 @@ static inline int tally_shm_snapshot(struct tally_shm *r, struct tally_shm_snap 
 				       "truncated since it was attached: %llu bytes, was %llu",
 				       (unsigned long long)sb.st_size,
 				       (unsigned long long)r->tally__lay.total);
-	return tally__shm_snap_into(r->tally__map, r->tally__fd, &r->tally__lay, s, r->tally__error,
+	return tally__shm_snap_into(r->tally__map, r->tally__ro ? NULL : r->tally__map, r->tally__fd,
+				    &r->tally__lay, s, r->tally__error,
 				    sizeof(r->tally__error));
 }
 
@@ -595,19 +644,7 @@ static inline tally_sword tally_shm_proc_mine(const struct tally_shm_proc_gauge 
  * claimed. Any thread. */
 static inline tally_sword tally_shm_proc_sum(const struct tally_shm_proc_gauge *g)
 {
-	const struct tally_shm *r = g->tally__r;
-	const struct tally__shm_layout *L = &r->tally__lay;
-	unsigned i, procs = __atomic_load_n(&r->tally__hdr->procs, __ATOMIC_ACQUIRE);
-	tally_uword sum = 0;
-	for (i = 0; i < procs && i < L->proc_cap; i++)
-		if (tally__shm_row_held(r->tally__fd, L->proc_off + (uint64_t)i *
-							       sizeof(struct tally__shm_row)) == 1 ||
-		    (r->tally__row_posix && i == r->tally__row_idx && r->tally__row))
-			sum += tally__load((const tally_uword *)(const void *)(r->tally__map +
-									      L->pdata_off +
-									      ((size_t)i << L->pshift) +
-									      g->tally__off));
-	return tally__to_signed(sum);
+	return tally__to_signed(tally__shm_proc_sum(g->tally__r, g->tally__off));
 }
 
 /** tally_shm_proc_lost - per-process adds of r's handles in this process

@@ -348,7 +348,7 @@ static void hostile(void)
 	CASE(0, (uint64_t){0x4141414141414141ull}, -EINVAL, "bad magic");
 	CASE(0, (uint64_t){0}, -EINVAL, "not initialised");
 	CASE(FIELD(bom), (uint32_t){0x04030201u}, -EPROTO, "byte order");
-	CASE(FIELD(version), (uint32_t){2}, -EPROTO, "format version 2");
+	CASE(FIELD(version), (uint32_t){TALLY_SHM_VERSION + 1}, -EPROTO, "format version 3");
 	CASE(FIELD(word_bits), (uint32_t){TALLY_WORD_BITS == 64 ? 32u : 64u}, -EPROTO, "word size");
 	CASE(FIELD(nr_slots), (uint32_t){0}, -EINVAL, "CPU slots");
 	CASE(FIELD(nr_slots), (uint32_t){70000}, -EINVAL, "CPU slots");
@@ -357,7 +357,10 @@ static void hostile(void)
 	CASE(FIELD(index_cap), (uint32_t){3}, -EINVAL, "index");
 	CASE(FIELD(dir_off), (uint64_t){0xfffffffffffff000ull}, -EINVAL, "offsets");
 	CASE(FIELD(data_off), (uint64_t){8}, -EINVAL, "offsets");
-	CASE(FIELD(total_size), (uint64_t){1ull << 50}, -EINVAL, "the header says");
+	CASE(FIELD(total_size), (uint64_t){1ull << 40}, -EINVAL, "the header says");
+	CASE(FIELD(total_size), (uint64_t){1ull << 50}, -EINVAL, "offsets");
+	CASE(FIELD(shared_off), (uint64_t){8}, -EINVAL, "offsets");
+	CASE(FIELD(shared_used), (uint64_t){1ull << 40}, -EINVAL, "shared area");
 	CASE(FIELD(total_size), (uint64_t){4096}, -EINVAL, "offsets");
 	CASE(FIELD(flags), (uint32_t){0x80}, -EPROTO, "flags");
 	CASE(FIELD(count), (uint32_t){9}, -EINVAL, "9 objects in a directory of 8");

@@ -2,10 +2,13 @@
  * shm_fuzz - the region reader of tally/shm.h (tally_shm_read_image(), the
  * code under tally_shm_snapshot()) fed corrupted regions: a real region's
  * image with random bytes flipped, header and directory fields set to
- * boundary values, lengths cut or padded. Each image is copied into a heap
- * block of exactly its length, so under ASan (the asan and w32 builds) a
- * read one byte past it fails the run. Every call must return 0 with
- * well-formed values, or -EINVAL / -EPROTO with a reason.
+ * boundary values, histograms' blocks (layout, bucket count, bounds,
+ * scale, bank word, big-record counts, carries) and chunks (bucket
+ * halves, done counts, sums) overwritten, lengths cut or padded. Each
+ * image is copied into a heap block of exactly its length, so under ASan
+ * (the asan and w32 builds) a read one byte past it fails the run. Every
+ * call must return 0 with well-formed values (a histogram's count the sum
+ * of its buckets), or -EINVAL / -EPROTO with a reason.
  *
  *   shm_fuzz [RUNS [SEED]]          (TALLY_SHM_FUZZ_RUNS also sets RUNS)
  *
@@ -17,7 +20,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
-#include <tally/shm.h>
+#include <tally/shm/hist.h>
 
 #include <stddef.h>
 
@@ -42,9 +45,24 @@ static int one(const uint8_t *data, size_t size)
 			size_t len = strlen(s.v[i].name);
 			CHECK(len >= 1 && len <= TALLY_SHM_NAME_MAX, "name length %zu", len);
 			CHECK(s.v[i].kind == TALLY_SHM_COUNTER || s.v[i].kind == TALLY_SHM_GAUGE ||
-				      s.v[i].kind == TALLY_SHM_PROC_GAUGE,
+				      s.v[i].kind == TALLY_SHM_PROC_GAUGE ||
+				      s.v[i].kind == TALLY_SHM_HIST,
 			      "kind %u", s.v[i].kind);
 			CHECK(tally__shm_name_ok(s.v[i].name) == len, "name '%s'", s.v[i].name);
+			CHECK(!s.v[i].hist == (s.v[i].kind != TALLY_SHM_HIST), "hist of kind %u",
+			      s.v[i].kind);
+			if (s.v[i].hist) {
+				const struct tally_hist_snap *h = s.v[i].hist;
+				uint64_t c = 0;
+				unsigned j;
+				CHECK(h->nr_buckets >= 3 && h->nr_buckets <= TALLY_HIST_BUCKETS_MAX,
+				      "%u buckets", h->nr_buckets);
+				for (j = 0; j < h->nr_buckets; j++)
+					c += h->counts[j];
+				CHECK(c == h->count && s.v[i].raw == (tally_uword)c, "count");
+				CHECK(s.v[i].scale > 0, "scale");
+				(void)tally_hist_quantile(h, 0.5);
+			}
 		}
 		CHECK(s.lim <= s.nr_slots, "lim %u of %u", s.lim, s.nr_slots);
 		CHECK(s.procs_live <= s.procs, "live %u of %u", s.procs_live, s.procs);
@@ -85,9 +103,10 @@ static unsigned char *make_image(size_t *len)
 	if (!mkdtemp(dir))
 		return NULL;
 	snprintf(path, sizeof(path), "%s/region", dir);
-	o.max_objects = 8;
+	o.max_objects = 12;
 	o.slot_bytes = 4096;
 	o.max_procs = 4;
+	o.shared_bytes = 4096;
 	if (tally_shm_open(&r, path, &o, why, sizeof(why))) {
 		fprintf(stderr, "shm_fuzz: %s\n", why);
 		return NULL;
@@ -107,6 +126,26 @@ static unsigned char *make_image(size_t *len)
 		if (tally_shm_proc_gauge(r, "inflight", &g))
 			return NULL;
 		tally_shm_proc_add(&g, 4);
+	}
+	{
+		/* two histograms: log-linear and explicit bounds */
+		static const uint64_t b[] = {10, 100, 1000};
+		struct tally_hist_opts ll = {0}, ex = {0};
+		struct tally_shm_hist h1, h2;
+		ll.lowest = 1;
+		ll.highest = 100000;
+		ll.precision = 2;
+		ex.bounds = b;
+		ex.nr_bounds = 3;
+		if (tally_shm_hist(r, "lat{k=\"v\"}", &ll, 1e-9, &h1) ||
+		    tally_shm_hist(r, "sizes", &ex, 0, &h2)) {
+			fprintf(stderr, "shm_fuzz: %s\n", tally_shm_error(r));
+			return NULL;
+		}
+		for (i = 0; i < 50; i++) {
+			tally_shm_hist_record(&h1, i * 997);
+			tally_shm_hist_record_n(&h2, i * 37, (uint64_t)i % 20);
+		}
 	}
 	tally_shm_close(r);
 	fd = open(path, O_RDONLY);
@@ -130,7 +169,7 @@ static const uint64_t interesting[] = {0,          1,          2,          3,
 
 int main(int argc, char **argv)
 {
-	size_t len = 0, dir_off;
+	size_t len = 0, dir_off, shared_off, chunks[2] = {0, 0};
 	unsigned char *img = make_image(&len), *work;
 	struct harness_rng rng;
 	unsigned long runs = 20000, seed = 1, run;
@@ -149,9 +188,21 @@ int main(int argc, char **argv)
 	if (!work)
 		return 1;
 	{
-		uint64_t d;
-		memcpy(&d, img + offsetof(struct tally__shm_header, dir_off), 8);
-		dir_off = (size_t)d;
+		struct tally__shm_header h;
+		unsigned e, nh = 0;
+		memcpy(&h, img, sizeof(h));
+		dir_off = (size_t)h.dir_off;
+		shared_off = (size_t)h.shared_off;
+		for (e = 0; e < h.count && nh < 2; e++) { /* the histograms' chunks */
+			struct tally__shm_entry en;
+			memcpy(&en, img + dir_off + (size_t)e * sizeof(en), sizeof(en));
+			if (en.kind == TALLY_SHM_HIST)
+				chunks[nh++] = (size_t)(h.data_off + en.off);
+		}
+		if (nh != 2) {
+			fprintf(stderr, "shm_fuzz: no histograms in the image\n");
+			return 1;
+		}
 	}
 	one(img, len); /* the untouched image reads */
 	CHECK_EQ(accepted, 1);
@@ -162,7 +213,7 @@ int main(int argc, char **argv)
 		for (k = 0; k < m; k++) {
 			uint64_t x = harness_next(&rng), v = interesting[x % (sizeof(interesting) / 8)];
 			size_t at;
-			switch ((x >> 8) % 6) {
+			switch ((x >> 8) % 8) {
 			case 0: /* a random byte anywhere in the metadata */
 				at = (size_t)((x >> 16) % (dir_off + 8 * 256));
 				work[at % len] ^= (unsigned char)(1u << ((x >> 40) % 8));
@@ -176,14 +227,23 @@ int main(int argc, char **argv)
 				memcpy(work + at, &v, 8);
 				break;
 			case 3: /* a directory entry's field */
-				at = dir_off + (size_t)((x >> 16) % 8) * 256 + (size_t)((x >> 24) % 8) * 4;
+				at = dir_off + (size_t)((x >> 16) % 12) * 256 + (size_t)((x >> 24) % 8) * 4;
 				memcpy(work + at, &v, (x >> 32) & 1 ? 8 : 4);
 				break;
 			case 4: /* cut */
 				n = (size_t)((x >> 16) % (len + 1));
 				break;
+			case 5: /* a histogram block's field: descriptor, bank word,
+				 * big-record counts, carries, bounds */
+				at = shared_off + (size_t)((x >> 16) % 256) * 8;
+				memcpy(work + at, &v, (x >> 32) & 1 ? 8 : 4);
+				break;
+			case 6: /* a histogram's chunk, CPU slot 0: done, sums, halves */
+				at = chunks[(x >> 12) & 1] + (size_t)((x >> 16) % 64) * 4;
+				memcpy(work + at, &v, 4);
+				break;
 			default: /* a name byte */
-				at = dir_off + (size_t)((x >> 16) % 8) * 256 + 24 +
+				at = dir_off + (size_t)((x >> 16) % 12) * 256 + 24 +
 				     (size_t)((x >> 24) % (TALLY_SHM_NAME_MAX + 1));
 				work[at] = (unsigned char)(x >> 40);
 				break;

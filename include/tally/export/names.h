@@ -58,42 +58,100 @@ static inline int tally__export_fail(struct tally_export *e, int err, const char
 }
 
 
-/* Is w[0..n) one of the NULL-ended words? */
-static inline bool tally__export_word_in(const char *w, size_t n, const char *const *list)
+/* The name rules' word lists (promtool's lint), each an X-macro: a list
+ * expands into the tests of a word against its words. */
+#define TALLY__EXPORT_TYPES(X)                                                                    \
+	X("counter") X("gauge") X("histogram") X("summary") X("info") X("stateset") X("untyped") \
+	X("gaugehistogram")
+#define TALLY__EXPORT_ABBREV(X)                                                                   \
+	X("s") X("ms") X("us") X("ns") X("sec") X("b") X("kb") X("mb") X("gb") X("tb") X("pb")   \
+	X("m") X("h") X("d")
+/* Units promtool knows: base units may stand alone, not prefixed. */
+#define TALLY__EXPORT_BASE(X)                                                                     \
+	X("amperes") X("bytes") X("celsius") X("grams") X("joules") X("kelvin") X("meters")      \
+	X("metres") X("seconds") X("volts")
+#define TALLY__EXPORT_NONBASE(X)                                                                  \
+	X("minutes") X("hours") X("days") X("weeks") X("kelvins") X("fahrenheit") X("rankine")   \
+	X("inches") X("yards") X("miles") X("bits") X("calories") X("pounds") X("ounces")        \
+	X("years")
+#define TALLY__EXPORT_PREFIXES(X)                                                                 \
+	X("pico") X("nano") X("micro") X("milli") X("centi") X("deci") X("deca") X("hecto")      \
+	X("kilo") X("kibi") X("mega") X("mibi") X("mebi") X("giga") X("gibi") X("tera")          \
+	X("tebi") X("peta") X("pebi") X("exa") X("exbi")
+#define TALLY__EXPORT_SUFFIXES(X)                                                                 \
+	X("_total") X("_created") X("_count") X("_sum") X("_bucket") X("_info") X("_gcount")     \
+	X("_gsum")
+
+/* A match of the word w[0..k) against a listed word: the length first (a
+ * constant), then a memcmp of a constant length, which compilers make a
+ * compare or two: a word is tested against a list in a few instructions
+ * per listed word, with no strlen and no loop over a table (that was most
+ * of registering 100,000 families). */
+#define TALLY__EXPORT_IS(s)                                                                        \
+	if (k == sizeof(s) - 1u && !memcmp(w, s, sizeof(s) - 1u))                                 \
+		return true;
+/* A prefix match: w is the prefix s and a unit after it. */
+#define TALLY__EXPORT_IS_PREFIXED(s)                                                               \
+	if (k > sizeof(s) - 1u && !memcmp(w, s, sizeof(s) - 1u) &&                                 \
+	    (tally__export_is_base(w + sizeof(s) - 1u, k - (sizeof(s) - 1u)) ||                     \
+	     tally__export_is_nonbase(w + sizeof(s) - 1u, k - (sizeof(s) - 1u))))                   \
+		return true;
+
+/* Is the word w[0..k) a metric type, an abbreviated unit, a base unit, a
+ * non-base unit, a unit with a prefix? */
+static inline bool tally__export_is_type(const char *w, size_t k)
 {
-	for (; *list; list++)
-		if (strlen(*list) == n && !memcmp(*list, w, n))
-			return true;
+	TALLY__EXPORT_TYPES(TALLY__EXPORT_IS)
+	return false;
+}
+
+static inline bool tally__export_is_abbrev(const char *w, size_t k)
+{
+	TALLY__EXPORT_ABBREV(TALLY__EXPORT_IS)
+	return false;
+}
+
+static inline bool tally__export_is_base(const char *w, size_t k)
+{
+	TALLY__EXPORT_BASE(TALLY__EXPORT_IS)
+	return false;
+}
+
+static inline bool tally__export_is_nonbase(const char *w, size_t k)
+{
+	TALLY__EXPORT_NONBASE(TALLY__EXPORT_IS)
+	return false;
+}
+
+static inline bool tally__export_is_prefixed(const char *w, size_t k)
+{
+	TALLY__EXPORT_PREFIXES(TALLY__EXPORT_IS_PREFIXED)
+	return false;
+}
+
+/* Is the name n[0..len) ending with a reserved suffix ('_' and a word)? */
+static inline bool tally__export_is_suffixed(const char *n, size_t len)
+{
+	const char *w;
+	size_t k;
+	for (w = n + len; w > n && w[-1] != '_'; w--)
+		;
+	if (w == n)
+		return false; /* no '_': no suffix */
+	w--;              /* the suffix's '_' */
+	k = (size_t)(n + len - w);
+	TALLY__EXPORT_SUFFIXES(TALLY__EXPORT_IS)
 	return false;
 }
 
 /*
  * tally__export_check_name - 0 if name is a valid family name (see the header
  * comment), else -EINVAL with e's message set. what names the caller's
- * argument in the message.
+ * argument in the message. O(length of name).
  */
 static inline int tally__export_check_name(struct tally_export *e, const char *name)
 {
-	static const char *const types[] = {"counter", "gauge", "histogram", "summary", "info",
-					     "stateset", "untyped", "gaugehistogram", NULL};
-	static const char *const abbrev[] = {"s",  "ms", "us", "ns", "sec", "b", "kb",
-					      "mb", "gb", "tb", "pb", "m",  "h", "d", NULL};
-	/* Units promtool knows: base units may stand alone, not prefixed. */
-	static const char *const base[] = {"amperes", "bytes",  "celsius", "grams",
-					   "joules",  "kelvin", "meters",  "metres",
-					   "seconds", "volts",  NULL};
-	static const char *const nonbase[] = {"minutes", "hours",      "days",    "weeks",
-					      "kelvins", "fahrenheit", "rankine", "inches",
-					      "yards",   "miles",      "bits",    "calories",
-					      "pounds",  "ounces",     "years",   NULL};
-	static const char *const prefixes[] = {"pico", "nano", "micro", "milli", "centi", "deci",
-						"deca", "hecto", "kilo",  "kibi",  "mega",  "mibi",
-						"mebi", "giga", "gibi", "tera",  "tebi",  "peta",
-						"pebi", "exa",  "exbi", NULL};
-	static const char *const suffixes[] = {"_total", "_created", "_count", "_sum", "_bucket",
-						"_info", "_gcount", "_gsum", NULL};
 	const char *p, *w;
-	const char *const *x;
 	size_t n;
 	if (!name)
 		return tally__export_fail(e, -EINVAL, "metric name is NULL", NULL, 0);
@@ -116,45 +174,39 @@ static inline int tally__export_check_name(struct tally_export *e, const char *n
 						  "metric name '%s' is not lowercase snake_case "
 						  "([a-z_][a-z0-9_]*)",
 						  name, 0);
-	for (x = suffixes; *x; x++) {
-		size_t k = strlen(*x);
-		if (n >= k && !memcmp(name + n - k, *x, k))
-			return tally__export_fail(
-				e, -EINVAL,
-				"metric name '%s' ends with a reserved suffix "
-				"(_total, _created, _count, _sum, _bucket, _info, _gcount, "
-				"_gsum; counters get _total in the output)",
-				name, 0);
-	}
+	/* Each suffix is '_' and a word: only the last word can be one. */
+	if (tally__export_is_suffixed(name, n))
+		return tally__export_fail(e, -EINVAL,
+					  "metric name '%s' ends with a reserved suffix "
+					  "(_total, _created, _count, _sum, _bucket, _info, _gcount, "
+					  "_gsum; counters get _total in the output)",
+					  name, 0);
 	for (w = name; *w;) {
-		size_t k = strcspn(w, "_");
-		if (tally__export_word_in(w, k, types))
+		size_t k = 0;
+		while (w[k] && w[k] != '_')
+			k++;
+		if (tally__export_is_type(w, k))
 			return tally__export_fail(
 				e, -EINVAL, "metric name '%s' contains a metric type as a word",
 				name, 0);
-		if (tally__export_word_in(w, k, abbrev))
+		if (tally__export_is_abbrev(w, k))
 			return tally__export_fail(
 				e, -EINVAL,
 				"metric name '%s' contains an abbreviated unit as a word "
 				"(spell out a base unit: seconds, bytes)",
 				name, 0);
-		if (tally__export_word_in(w, k, nonbase))
+		if (tally__export_is_nonbase(w, k))
 			return tally__export_fail(
 				e, -EINVAL,
 				"metric name '%s' contains a non-base unit (use seconds, "
 				"bytes, meters, grams, joules, celsius)",
 				name, 0);
-		for (x = prefixes; *x; x++) {
-			size_t pl = strlen(*x);
-			if (k > pl && !memcmp(w, *x, pl) &&
-			    (tally__export_word_in(w + pl, k - pl, base) ||
-			     tally__export_word_in(w + pl, k - pl, nonbase)))
-				return tally__export_fail(
-					e, -EINVAL,
-					"metric name '%s' contains a prefixed unit (use "
-					"the base unit: seconds, bytes, ...)",
-					name, 0);
-		}
+		if (tally__export_is_prefixed(w, k))
+			return tally__export_fail(
+				e, -EINVAL,
+				"metric name '%s' contains a prefixed unit (use "
+				"the base unit: seconds, bytes, ...)",
+				name, 0);
 		w += k;
 		if (*w == '_')
 			w++;

@@ -4,7 +4,14 @@
  * (tally/export.h), so that its four formats, and tally/serve.h's
  * /metrics, render a region attached read-only: counters as Prometheus
  * counters (name_total, widened to 64 bits across wraps as every exported
- * counter is), gauges and per-process gauges as gauges.
+ * counter is), gauges and per-process gauges as gauges, histograms
+ * (tally/shm/hist.h) as Prometheus histograms, as
+ * tally_export_add_hist() renders an in-process one (tally/export_hist.h):
+ * name_bucket{le="..."}, name_sum, name_count, with the `le` set fixed
+ * when the family is set up (the default grid: the 1-2-5 bounds of each
+ * power of ten over the histogram's range, at most
+ * TALLY_EXPORT_HIST_BUCKETS_DEFAULT series with +Inf; explicit bounds:
+ * each of them), values shown in the histogram's scale (1e-9: seconds).
  *
  *   struct tally_export e;
  *   tally_export_init(&e);
@@ -21,7 +28,9 @@
  * created and by whichever process. The items of a family must have one
  * kind (the first object created decides; a later one of another kind is
  * skipped) and differ in their labels (a later duplicate, also once empty
- * label values are dropped, is skipped).
+ * label values are dropped, is skipped); a histogram family's members
+ * must also have the first one's buckets and scale (others are skipped:
+ * Prometheus' sum by (le) needs one `le` set).
  *
  * One source per region. A region grows while it is exported (a worker
  * creates requests{method="post"} an hour in), and a new series may join
@@ -32,37 +41,42 @@
  * region's families move to the end of the exporter's order then.
  *
  * Each render reads the objects' exact values (tally_shm_snapshot()'s
- * checks, per-process gauges over the live processes: a region corrupted
- * since fails the render with the reason). Objects whose names the
+ * checks, per-process gauges over the live processes, each histogram's
+ * exact cut: a region corrupted since, or a histogram whose cut a
+ * read-only attach could not take (-EBUSY, tally/shm/cut.h), fails the
+ * render with the reason). Objects whose names the
  * exporter refuses (its family names are lowercase snake_case and pass
  * promtool's lint; a region's may be wider), and names of families that
  * other sources of the exporter have, are skipped and counted. This file
  * is the one place that knows the exporter's private structure for
- * regions.
+ * regions: a region is one source of its counters and gauges, and one
+ * source per histogram family (tally/export_hist.h's writer renders it).
  */
 #ifndef TALLY_SHM_EXPORT_H
 #define TALLY_SHM_EXPORT_H
 
 #include <tally/export.h>
+#include <tally/export_hist.h>
 #include <tally/shm.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* A region's source: its objects [0, n), item i = object i. */
+/* A region's source of counters and gauges: its objects [0, n), item i =
+ * object i (a histogram's item hidden). */
 struct tally__shm_export {
 	struct tally_shm *r;
 	size_t n;
-	struct tally_shm_value *tmp; /* [n] */
-	unsigned char *alive;        /* [the region's process rows] */
+	tally_uword *raw;     /* [n] */
+	unsigned char *alive; /* [the region's process rows] */
 };
 
 static inline void tally__shm_export_release(struct tally__export_source *s)
 {
 	struct tally__shm_export *x = (struct tally__shm_export *)s->priv;
 	if (x) {
-		free(x->tmp);
+		free(x->raw);
 		free(x->alive);
 		free(x);
 	}
@@ -79,19 +93,113 @@ static inline int tally__shm_export_collect(struct tally_export *e, struct tally
 	if (fstat(r->tally__fd, &sb) || (uint64_t)sb.st_size < r->tally__lay.total)
 		return tally__export_fail(e, -EINVAL, "shared region: %s",
 					  "truncated since it was attached", 0);
-	if (tally__shm_collect(r->tally__map, &r->tally__lay, r->tally__fd, x->alive, 0, x->n,
-			       x->tmp, &got, NULL, NULL, NULL, why, sizeof(why)))
+	if (tally__shm_values(r->tally__map, &r->tally__lay, r->tally__fd, x->alive, x->n, x->raw,
+			      &got, why, sizeof(why)))
 		return tally__export_fail(e, -EINVAL, "shared region: %s", why, 0);
 	if (got < x->n)
 		return tally__export_fail(e, -EINVAL, "shared region: %s",
 					  "objects vanished (corrupted)", 0);
 	for (i = 0; i < x->n; i++)
-		s->values[i] = tally__export_value(&s->series[i], s->kinds[i], x->tmp[i].raw);
+		s->values[i] = tally__export_value(&s->series[i], s->kinds[i], x->raw[i]);
 	s->nr_rows = 1;
 	return 0;
 }
 
-/* The index of e's source for r, or -1. */
+/* A region's histogram family: x first (tally__export_write_hist() reads
+ * it: its members' snapshots, le positions and scale), then which objects
+ * the members are and the descriptor they were registered with. */
+struct tally__shm_export_hist {
+	struct tally__export_hist x;
+	struct tally_shm *r;
+	unsigned *obj;                  /* [x.nr]: member i's object */
+	struct tally__shm_hist_desc d;  /* every member's */
+	uint64_t *buf;                  /* the cuts' scratch */
+	size_t buf_cap;
+};
+
+static inline void tally__shm_export_hist_release(struct tally__export_source *s)
+{
+	struct tally__shm_export_hist *h = (struct tally__shm_export_hist *)s->priv;
+	unsigned i;
+	if (!h)
+		return;
+	for (i = 0; i < h->x.nr; i++)
+		tally_hist_snap_destroy(&h->x.m[i].snap);
+	free(h->x.m);
+	free(h->x.edges);
+	free(h->obj);
+	free(h->buf);
+	free(h);
+	s->priv = NULL;
+}
+
+/* Each member's exact cut: its entry checked again, its descriptor the one
+ * registered. */
+static inline int tally__shm_export_collect_hist(struct tally_export *e,
+						 struct tally__export_source *s)
+{
+	struct tally__shm_export_hist *h = (struct tally__shm_export_hist *)s->priv;
+	struct tally_shm *r = h->r;
+	const struct tally__shm_layout *L = &r->tally__lay;
+	struct tally__shm_state st;
+	struct tally__shm_entry en;
+	struct tally__shm_hist_desc d;
+	struct tally__hist_layout l;
+	struct stat sb;
+	char why[TALLY_SHM_ERROR_MAX];
+	uint64_t stuck;
+	unsigned i;
+	int err;
+	if (fstat(r->tally__fd, &sb) || (uint64_t)sb.st_size < L->total)
+		return tally__export_fail(e, -EINVAL, "shared region: %s",
+					  "truncated since it was attached", 0);
+	err = tally__shm_state(r->tally__map, L, &st, why, sizeof(why));
+	for (i = 0; !err && i < h->x.nr; i++) {
+		if (h->obj[i] >= st.count) {
+			err = tally__shm_fail(why, sizeof(why), -EINVAL, "objects vanished (corrupted)");
+			break;
+		}
+		err = tally__shm_entry_get(r->tally__map, L, &st, h->obj[i], &en, why, sizeof(why));
+		if (!err && en.kind != TALLY_SHM_HIST)
+			err = tally__shm_fail(why, sizeof(why), -EINVAL,
+					      "corrupted: object %u is no longer a histogram",
+					      h->obj[i]);
+		if (!err)
+			err = tally__shm_hist_prepare(r->tally__map, L, &st, &en, h->obj[i], &d, &l,
+						      &h->buf, &h->buf_cap, why, sizeof(why));
+		if (!err && (!tally__shm_hist_desc_eq(&d, &h->d) ||
+			     !tally__hist_layout_eq(&l, &h->x.m[i].snap.tally__l)))
+			err = tally__shm_fail(why, sizeof(why), -EINVAL,
+					      "corrupted: histogram '%s' changed its buckets",
+					      en.name);
+		if (!err)
+			err = tally__shm_hist_fill(r->tally__map, r->tally__ro ? NULL : r->tally__map,
+						   L, &en, &d, 1, &h->x.m[i].snap, &stuck,
+						   h->buf, why, sizeof(why));
+	}
+	if (err)
+		return tally__export_fail(e, err == -ENOMEM ? -ENOMEM : -EINVAL, "shared region: %s",
+					  why, 0);
+	s->nr_rows = 1;
+	return 0;
+}
+
+/* Does family f of e belong to one of r's sources? */
+static inline int tally__shm_export_mine(const struct tally_export *e, long f,
+					 const struct tally_shm *r)
+{
+	const struct tally__export_source *s;
+	if (f < 0)
+		return 0;
+	s = &e->tally__sources[e->tally__families[f].source];
+	if (s->collect == tally__shm_export_collect)
+		return ((const struct tally__shm_export *)s->priv)->r == r;
+	if (s->collect == tally__shm_export_collect_hist)
+		return ((const struct tally__shm_export_hist *)s->priv)->r == r;
+	return 0;
+}
+
+/* The index of e's source of r's counters, or -1. */
 static inline long tally__shm_export_find(const struct tally_export *e, const struct tally_shm *r)
 {
 	unsigned i;
@@ -122,193 +230,44 @@ static inline void tally__shm_export_drop(struct tally_export *e, unsigned si)
 	e->tally__nr_sources--;
 	for (i = si; i < e->tally__nr_sources; i++)
 		e->tally__sources[i].first_family -= nf;
+}
+
+/* Remove every source of r from e; the name index rebuilt. */
+static inline void tally__shm_export_drop_all(struct tally_export *e, const struct tally_shm *r)
+{
+	unsigned i;
+	for (i = e->tally__nr_sources; i-- > 0;) {
+		const struct tally__export_source *s = &e->tally__sources[i];
+		if ((s->collect == tally__shm_export_collect &&
+		     ((const struct tally__shm_export *)s->priv)->r == r) ||
+		    (s->collect == tally__shm_export_collect_hist &&
+		     ((const struct tally__shm_export_hist *)s->priv)->r == r))
+			tally__shm_export_drop(e, i);
+	}
 	if (e->tally__index) {
 		memset(e->tally__index, 0, e->tally__cap_index * sizeof(unsigned));
 		for (i = 0; i < e->tally__nr_families; i++)
-			*tally__export_index_slot(e, f[i].name, NULL) = i + 1;
+			*tally__export_index_slot(e, e->tally__families[i].name, NULL) = i + 1;
 	}
 }
 
-/* An open-addressed set of keys (family names, or family + labels): the
- * item that holds each, found by hash. */
-struct tally__shm_keys {
-	size_t mask;
-	unsigned *slot;     /* item + 1, 0 empty */
-	char **key;         /* [items] */
-	size_t *key_len;    /* [items] */
-};
+#define TALLY__SHM_EXPORT_INSIDE 1
+#include <tally/shm/pick.h>
+#undef TALLY__SHM_EXPORT_INSIDE
 
-static inline unsigned *tally__shm_keys_slot(struct tally__shm_keys *k, const char *key, size_t len)
-{
-	size_t j = (size_t)tally__export_hash(TALLY__EXPORT_HASH_SEED, key, len) & k->mask;
-	while (k->slot[j] && (k->key_len[k->slot[j] - 1] != len ||
-			      memcmp(k->key[k->slot[j] - 1], key, len)))
-		j = (j + 1) & k->mask;
-	return &k->slot[j];
-}
-
-/*
- * Which objects of vals[0..n) the exporter takes (hidden[i] = 0), their
- * kinds, and the families they make, into fams (room for n; *nfam set):
- * an object named base{labels} is a series of family base at column i
- * (labels with empty values dropped, as tally__export_parse_labels()
- * gives them); a family of one unlabelled object has no series list,
- * its value at its column; helps are left to the caller. The same
- * families tally__export_item_families() builds from these names with
- * hidden set, in one pass: each name is parsed and checked once, and
- * nothing is left for that pass to refuse. The others counted in
- * *skipped when at or past counted_from (e's error says why for the
- * last). own: e's source for the region being replaced, or -1. On
- * failure nothing is left allocated in fams.
- */
-static inline int tally__shm_export_pick(struct tally_export *e, const struct tally_shm_value *vals,
-					 size_t n, long own, unsigned char *kinds,
-					 unsigned char *hidden, size_t counted_from,
-					 unsigned *skipped, struct tally__export_family *fams,
-					 unsigned *nfam)
-{
-	struct tally__shm_keys fk, sk;
-	size_t cap = 16, i;
-	unsigned nf = 0, j;
-	int err = 0;
-	while (cap < 2 * n)
-		cap *= 2;
-	fk.mask = sk.mask = cap - 1;
-	fk.slot = (unsigned *)calloc(cap, sizeof(unsigned));
-	sk.slot = (unsigned *)calloc(cap, sizeof(unsigned));
-	fk.key = (char **)calloc(n ? n : 1, sizeof(char *));
-	sk.key = (char **)calloc(n ? n : 1, sizeof(char *));
-	fk.key_len = (size_t *)calloc(n ? n : 1, sizeof(size_t));
-	sk.key_len = (size_t *)calloc(n ? n : 1, sizeof(size_t));
-	if (!fk.slot || !sk.slot || !fk.key || !sk.key || !fk.key_len || !sk.key_len)
-		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
-	for (i = 0; i < n && !err; i++) {
-		char *labels = NULL, *fam = NULL, *ser = NULL;
-		size_t blen = 0, llen;
-		bool dropped;
-		unsigned *slot;
-		long f;
-		int bad = 0;
-		kinds[i] = vals[i].kind == TALLY_SHM_COUNTER ? (unsigned char)TALLY_EXPORT_COUNTER
-							     : (unsigned char)TALLY_EXPORT_GAUGE;
-		hidden[i] = 1;
-		bad = tally__export_parse_labels(e, vals[i].name, ~0u, &blen, &labels, &dropped);
-		if (bad == -ENOMEM) {
-			err = bad;
-			break;
-		}
-		if (!bad) {
-			fam = (char *)malloc(blen + 1);
-			llen = labels ? tally__export_labels_len(labels) : 0;
-			ser = (char *)malloc(blen + 1 + llen);
-			if (!fam || !ser) {
-				free(fam);
-				free(ser);
-				free(labels);
-				err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
-				break;
-			}
-			memcpy(fam, vals[i].name, blen);
-			fam[blen] = '\0';
-			memcpy(ser, fam, blen + 1);
-			if (labels)
-				memcpy(ser + blen + 1, labels, llen);
-			/* fk: family name -> family + 1 (its first object's kind) */
-			slot = tally__shm_keys_slot(&fk, fam, blen);
-			if (*slot && fams[*slot - 1].kind != kinds[i])
-				bad = tally__export_fail(e, -EINVAL,
-							 "'%s': its family's first object is of "
-							 "another kind",
-							 vals[i].name, 0);
-			/* (a family already taken passed the checks below) */
-			if (!bad && !*slot) {
-				bad = tally__export_check_name(e, fam);
-				f = bad ? -1 : tally__export_find(e, fam);
-				if (!bad && f >= 0 && (long)e->tally__families[f].source != own)
-					bad = tally__export_fail(e, -EINVAL,
-								 "metric name '%s' is already "
-								 "registered (by another source)",
-								 fam, 0);
-			}
-			if (!bad && *tally__shm_keys_slot(&sk, ser, blen + 1 + llen))
-				bad = tally__export_fail(e, -EINVAL,
-							 "'%s': a series its family has already "
-							 "(an empty label value is the label's "
-							 "absence)",
-							 vals[i].name, 0);
-			if (!bad) {
-				hidden[i] = 0;
-				if (!*slot) {
-					/* A new family: one value at column i, or
-					 * labelled series. */
-					j = nf++;
-					memset(&fams[j], 0, sizeof(fams[j]));
-					fams[j].name = fam;
-					fams[j].kind = kinds[i];
-					fams[j].column = (unsigned)i;
-					fams[j].in_stat = 1;
-					fk.key[j] = fam;
-					fk.key_len[j] = blen;
-					*slot = j + 1;
-					fam = NULL;
-					if (labels)
-						err = tally__export_add_series(&fams[j], (unsigned)i,
-									       labels);
-				} else {
-					j = *slot - 1;
-					if (!fams[j].nr_cols) /* its first, unlabelled */
-						err = tally__export_add_series(
-							&fams[j], fams[j].column, NULL);
-					if (!err)
-						err = tally__export_add_series(&fams[j], (unsigned)i,
-									       labels);
-					else
-						free(labels);
-				}
-				labels = NULL; /* the family's now (freed on failure) */
-				sk.key[i] = ser;
-				sk.key_len[i] = blen + 1 + llen;
-				*tally__shm_keys_slot(&sk, ser, blen + 1 + llen) = (unsigned)i + 1;
-				ser = NULL;
-				if (err)
-					err = tally__export_fail(e, err, "out of memory", NULL, 0);
-			}
-		}
-		free(fam);
-		free(ser);
-		free(labels);
-		if (hidden[i] && i >= counted_from)
-			++*skipped;
-	}
-	for (i = 0; sk.key && i < n; i++)
-		free(sk.key[i]);
-	free(fk.slot);
-	free(sk.slot);
-	free(fk.key); /* (the names are the families') */
-	free(sk.key);
-	free(fk.key_len);
-	free(sk.key_len);
-	if (err) {
-		for (j = 0; j < nf; j++)
-			tally__export_family_free(&fams[j]);
-		nf = 0;
-	}
-	*nfam = nf;
-	return err;
-}
-
-/* e's source for r: every object of snap, replacing the source own (>= 0)
- * whose widening and helps it keeps. */
+/* e's sources for r: every object of snap, replacing r's sources when own
+ * (its counters' source) is >= 0: its counters keep their widening, its
+ * families their helps. */
 static inline int tally__shm_export_source(struct tally_export *e, struct tally_shm *r,
-					   const struct tally_shm_snap *snap, long own,
+					   const struct tally__shm_export_list *snap, long own,
 					   unsigned *skipped)
 {
-	struct tally__export_source s;
+	struct tally__export_source s, *hs = NULL;
 	struct tally__export_family *fams = NULL;
 	struct tally__shm_export *x;
 	unsigned char *hidden = NULL;
-	size_t n = snap->n, old_n = 0, m = n ? n : 1;
-	unsigned nfam = 0, j;
+	size_t n = snap->n, old_n = 0, m = n ? n : 1, i;
+	unsigned nfam = 0, ncf = 0, nhf = 0, j;
 	int err = 0;
 	memset(&s, 0, sizeof(s));
 	x = (struct tally__shm_export *)calloc(1, sizeof(*x));
@@ -318,29 +277,33 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 	s.priv = x;
 	s.release = tally__shm_export_release;
 	if (x) {
-		x->tmp = (struct tally_shm_value *)calloc(m, sizeof(*x->tmp));
+		x->raw = (tally_uword *)calloc(m, sizeof(*x->raw));
 		x->alive = (unsigned char *)calloc(r->tally__lay.proc_cap, 1);
 	}
 	hidden = (unsigned char *)calloc(m, 1);
 	fams = (struct tally__export_family *)calloc(m, sizeof(*fams));
-	if (!x || !s.kinds || !s.series || !s.values || !x->tmp || !x->alive || !hidden ||
+	if (!x || !s.kinds || !s.series || !s.values || !x->raw || !x->alive || !hidden ||
 	    !fams)
 		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	if (!err && own >= 0)
 		old_n = ((const struct tally__shm_export *)e->tally__sources[own].priv)->n;
 	if (!err)
-		err = tally__shm_export_pick(e, snap->v, n, own, s.kinds, hidden, old_n, skipped,
+		err = tally__shm_export_pick(e, snap->v, n, r, s.kinds, hidden, old_n, skipped,
 					     fams, &nfam);
-	/* Helps by kind; a help the replaced source's family had, kept. */
+	for (i = 0; i < n && s.kinds; i++) /* (a histogram's item: no counter) */
+		if (s.kinds[i] == TALLY__SHM_EXPORT_HIST)
+			s.kinds[i] = (unsigned char)TALLY_EXPORT_GAUGE;
+	/* Helps by kind; a help the replaced sources' family had, kept. */
 	for (j = 0; !err && j < nfam; j++) {
 		unsigned k = snap->v[fams[j].column].kind;
 		const char *help = k == TALLY_SHM_COUNTER ? "tally shared counter"
 				   : k == TALLY_SHM_GAUGE ? "tally shared gauge"
+				   : k == TALLY_SHM_HIST  ? "tally shared histogram"
 							  : "tally per-process gauge, summed over the "
 							    "live processes";
 		long f = own >= 0 ? tally__export_find(e, fams[j].name) : -1;
 		char *d;
-		if (f >= 0 && (long)e->tally__families[f].source == own)
+		if (tally__shm_export_mine(e, f, r))
 			help = e->tally__families[f].help;
 		d = tally__export_strdup(help);
 		if (!d)
@@ -350,11 +313,43 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 			fams[j].help = d;
 		}
 	}
+	/* Counters' and gauges' families first (one source), then one
+	 * source per histogram family (moved to the end of fams). */
+	for (j = 0; !err && j < nfam; j++)
+		nhf += fams[j].kind == TALLY__SHM_EXPORT_HIST;
+	if (!err && nhf) {
+		struct tally__export_family *hf =
+			(struct tally__export_family *)malloc(nhf * sizeof(*hf));
+		unsigned h = 0;
+		if (!hf)
+			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+		for (j = 0; hf && j < nfam; j++) {
+			if (fams[j].kind == TALLY__SHM_EXPORT_HIST)
+				hf[h++] = fams[j];
+			else
+				fams[ncf++] = fams[j];
+		}
+		if (hf) {
+			memcpy(&fams[ncf], hf, nhf * sizeof(*hf));
+			free(hf);
+		}
+	} else {
+		ncf = nfam;
+	}
+	if (!err && nhf &&
+	    !(hs = (struct tally__export_source *)calloc(nhf, sizeof(*hs))))
+		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+	for (j = 0; !err && j < nhf; j++) {
+		err = tally__shm_export_hist_source(e, r, snap->v, &fams[ncf + j], &hs[j]);
+		while (err && j-- > 0)
+			tally__export_source_free(&hs[j]);
+	}
 	if (err) {
 		for (j = 0; j < nfam; j++)
 			tally__export_family_free(&fams[j]);
 		free(fams);
 		free(hidden);
+		free(hs);
 		tally__export_source_free(&s);
 		return err;
 	}
@@ -368,15 +363,20 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 	if (own >= 0) {
 		/* Each counter keeps its widened total: item i is object i. */
 		memcpy(s.series, e->tally__sources[own].series, old_n * sizeof(*s.series));
-		tally__shm_export_drop(e, (unsigned)own);
+		tally__shm_export_drop_all(e, r);
 	}
 	free(hidden);
-	if (!nfam) {
-		free(fams);
-		tally__export_source_free(&s);
-		return 0;
+	/* (registered even with no family: it remembers the objects seen) */
+	err = tally__export_register(e, &s, fams, ncf);
+	for (j = 0; j < nhf; j++) {
+		if (err) {
+			tally__export_family_free(&fams[ncf + j]);
+			tally__export_source_free(&hs[j]);
+			continue;
+		}
+		err = tally__export_register(e, &hs[j], &fams[ncf + j], 1);
 	}
-	err = tally__export_register(e, &s, fams, nfam);
+	free(hs);
 	free(fams);
 	return err;
 }
@@ -399,7 +399,7 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 static inline int tally_shm_export_add(struct tally_export *e, struct tally_shm *r,
 				       unsigned *skipped)
 {
-	struct tally_shm_snap snap;
+	struct tally__shm_export_list snap;
 	unsigned dummy = 0;
 	long own;
 	int err;
@@ -409,13 +409,23 @@ static inline int tally_shm_export_add(struct tally_export *e, struct tally_shm 
 	if (!skipped)
 		skipped = &dummy;
 	own = tally__shm_export_find(e, r);
-	err = tally_shm_snapshot(r, &snap);
+	if (own >= 0) {
+		/* Nothing new: no snapshot (a histogram's cut costs its buckets). */
+		struct tally__shm_state st;
+		err = tally__shm_state(r->tally__map, &r->tally__lay, &st, r->tally__error,
+				       sizeof(r->tally__error));
+		if (err || st.count <=
+				   ((const struct tally__shm_export *)e->tally__sources[own].priv)->n)
+			return err;
+	}
+	/* Names, kinds and layouts: the values are read by each render. */
+	err = tally__shm_export_list_get(r, &snap);
 	if (!err && snap.n > (own >= 0 ? ((const struct tally__shm_export *)e->tally__sources[own]
 						  .priv)
 						 ->n
 				       : 0))
 		err = tally__shm_export_source(e, r, &snap, own, skipped);
-	tally_shm_snap_free(&snap);
+	tally__shm_export_list_free(&snap);
 	return err;
 }
 

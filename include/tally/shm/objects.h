@@ -33,11 +33,11 @@ static inline void tally__shm_handle(struct tally_shm *r, const struct tally__sh
 	c->tally__shift = L->shift;
 }
 
-/* Find name in r: its validated entry in *e, 1; 0 if absent; < 0 if the
- * region is corrupted. Lock-free: the index, then the published entries it
- * may not cover yet. */
+/* Find name in r: its validated entry in *e and its number in *idx, 1;
+ * 0 if absent; < 0 if the region is corrupted. Lock-free: the index, then
+ * the published entries it may not cover yet. */
 static inline int tally__shm_find(struct tally_shm *r, const char *name, size_t len,
-				  struct tally__shm_entry *e)
+				  struct tally__shm_entry *e, unsigned *idx)
 {
 	const struct tally__shm_layout *L = &r->tally__lay;
 	const uint32_t *index = (const uint32_t *)(const void *)(r->tally__map + L->index_off);
@@ -60,15 +60,19 @@ static inline int tally__shm_find(struct tally_shm *r, const char *name, size_t 
 		err = tally__shm_entry_get(r->tally__map, L, &st, v - 1u, e, why, wn);
 		if (err)
 			return err;
-		if (e->name_len == len && !memcmp(e->name, name, len))
+		if (e->name_len == len && !memcmp(e->name, name, len)) {
+			*idx = v - 1u;
 			return 1;
+		}
 	}
 	for (i = indexed < st.count ? indexed : st.count; i < st.count; i++) {
 		err = tally__shm_entry_get(r->tally__map, L, &st, i, e, why, wn);
 		if (err)
 			return err;
-		if (e->name_len == len && !memcmp(e->name, name, len))
+		if (e->name_len == len && !memcmp(e->name, name, len)) {
+			*idx = i;
 			return 1;
+		}
 	}
 	return 0;
 }
@@ -122,9 +126,76 @@ static inline int tally__shm_lock(struct tally_shm *r)
 #  define TALLY__SHM_CREATE_HOOK(step) ((void)0)
 #endif
 
-/* The entry called name, of kind, in r: found, or created. 0 or -errno. */
-static inline int tally__shm_object(struct tally_shm *r, const char *name, unsigned kind,
-				    struct tally__shm_entry *ep)
+/* Does histogram entry e of r have descriptor hd and bounds? */
+static inline int tally__shm_hist_same(const struct tally_shm *r, const struct tally__shm_entry *e,
+				       const struct tally__shm_hist_desc *hd, const uint64_t *bounds)
+{
+	const unsigned char *blk = r->tally__map + r->tally__lay.shared_off + (uint64_t)e->aux * 64u;
+	struct tally__shm_hist_desc d;
+	memcpy(&d, blk, sizeof(d));
+	return tally__shm_hist_desc_eq(&d, hd) &&
+	       (!hd->nr_bounds ||
+		!memcmp(blk + TALLY__SHM_HIST_CARRY + 16u * (size_t)hd->nr_buckets, bounds,
+			hd->nr_bounds * sizeof(uint64_t)));
+}
+
+/*
+ * Reserve a new object of kind for r (the lock held, st loaded): its place
+ * in every slot's region (a word, or a histogram's 64-aligned chunk) or
+ * every process row, and a histogram's block in the shared area (zeroed,
+ * then its descriptor hd and bounds written); *e filled. 0 or -ENOSPC.
+ */
+static inline int tally__shm_place(struct tally_shm *r, const struct tally__shm_state *st,
+				   unsigned kind, const struct tally__shm_hist_desc *hd,
+				   const uint64_t *bounds, struct tally__shm_entry *e)
+{
+	const struct tally__shm_layout *L = &r->tally__lay;
+	int per_proc = kind == TALLY_SHM_PROC_GAUGE, hist = kind == TALLY_SHM_HIST;
+	uint64_t used = per_proc ? st->pused : st->used, room, size, sat = 0, blk = 0;
+	uint64_t align = hist ? 64u : sizeof(tally_uword);
+	uint64_t off = (used + align - 1) / align * align;
+	room = (uint64_t)1 << (per_proc ? L->pshift : L->shift);
+	size = hist ? tally__shm_hist_chunk(hd->nr_buckets) : sizeof(tally_uword);
+	if (hist) {
+		sat = (st->sused + 63u) / 64u * 64u;
+		blk = tally__shm_hist_block(hd->nr_buckets, hd->nr_bounds);
+	}
+	if (st->count >= L->dir_cap || off > room || room - off < size ||
+	    sat + blk > L->total - L->shared_off)
+		return tally__shm_fail(r->tally__error, sizeof(r->tally__error), -ENOSPC,
+				       "the region is full (%u objects of %u; %llu bytes of %llu per "
+				       "%s; %llu of %llu shared bytes): this object needs %llu%s%s",
+				       st->count, L->dir_cap, (unsigned long long)used,
+				       (unsigned long long)room, per_proc ? "process row" : "slot",
+				       (unsigned long long)st->sused,
+				       (unsigned long long)(L->total - L->shared_off),
+				       (unsigned long long)size, hist ? " and " : "",
+				       hist ? "a shared block (struct tally_shm_opts: slot_bytes, "
+					      "shared_bytes)"
+					    : "");
+	memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	e->words = hist ? (uint32_t)(size / 8u) : 1u; /* (a word: 1, of either width) */
+	e->off = off;
+	if (hist) {
+		unsigned char *b = r->tally__map + L->shared_off + sat;
+		e->aux = (uint32_t)(sat / 64u);
+		/* Unreserved space: no reader or record looks here yet. */
+		memset(b, 0, (size_t)blk);
+		memcpy(b, hd, sizeof(*hd));
+		if (hd->nr_bounds)
+			memcpy(b + TALLY__SHM_HIST_CARRY + 16u * (size_t)hd->nr_buckets, bounds,
+			       hd->nr_bounds * sizeof(uint64_t));
+	}
+	return 0;
+}
+
+/* The entry called name, of kind (a histogram: with descriptor hd and
+ * bounds), in r: found, or created; its number in *idx. 0 or -errno. */
+static inline int tally__shm_object_ex(struct tally_shm *r, const char *name, unsigned kind,
+				       const struct tally__shm_hist_desc *hd,
+				       const uint64_t *bounds, struct tally__shm_entry *ep,
+				       unsigned *idx)
 {
 	struct tally__shm_header *h;
 	struct tally__shm_state st;
@@ -142,7 +213,7 @@ static inline int tally__shm_object(struct tally_shm *r, const char *name, unsig
 				       "bad object name '%.120s': [a-zA-Z_:][a-zA-Z0-9_:]*, labels "
 				       "{k=\"v\",...} optional, 1..%u bytes",
 				       name ? name : "(null)", TALLY_SHM_NAME_MAX);
-	found = tally__shm_find(r, name, len, &e);
+	found = tally__shm_find(r, name, len, &e, idx);
 	if (found == 0) {
 		lk = tally__shm_lock(r);
 		if (lk < 0)
@@ -164,39 +235,33 @@ static inline int tally__shm_object(struct tally_shm *r, const char *name, unsig
 			}
 		}
 		if (found == 0)
-			found = tally__shm_find(r, name, len, &e);
+			found = tally__shm_find(r, name, len, &e, idx);
 		if (found == 0) {
-			int per_proc = kind == TALLY_SHM_PROC_GAUGE;
-			uint64_t used = per_proc ? st.pused : st.used;
-			unsigned shift = per_proc ? r->tally__lay.pshift : r->tally__lay.shift;
-			uint64_t off = (used + sizeof(tally_uword) - 1) / sizeof(tally_uword) *
-				       sizeof(tally_uword);
-			if (st.count >= r->tally__lay.dir_cap ||
-			    off + sizeof(tally_uword) > ((uint64_t)1 << shift))
-				found = tally__shm_fail(
-					r->tally__error, sizeof(r->tally__error), -ENOSPC,
-					"the region is full (%u objects of %u, %llu bytes of %llu per "
-					"%s)",
-					st.count, r->tally__lay.dir_cap, (unsigned long long)used,
-					(unsigned long long)1 << shift,
-					per_proc ? "process row" : "slot");
-			else {
+			found = tally__shm_place(r, &st, kind, hd, bounds, &e);
+			if (!found) {
 				struct tally__shm_entry *d =
 					(struct tally__shm_entry *)(void *)(r->tally__map +
 									    r->tally__lay.dir_off) +
 					st.count;
-				memset(&e, 0, sizeof(e));
-				e.kind = kind;
-				e.words = 1;
-				e.off = off;
 				e.name_len = (uint32_t)len;
 				memcpy(e.name, name, len);
 				memcpy(d, &e, sizeof(e));
 				TALLY__SHM_CREATE_HOOK(0);
 				/* Reserve, then publish: a holder that dies in
-				 * between leaks the word, never gives it twice. */
-				__atomic_store_n(per_proc ? &h->proc_used : &h->data_used,
-						 off + sizeof(tally_uword), __ATOMIC_RELEASE);
+				 * between leaks the space, never gives it twice. */
+				__atomic_store_n(kind == TALLY_SHM_PROC_GAUGE ? &h->proc_used
+									      : &h->data_used,
+						 e.off + (kind == TALLY_SHM_HIST
+								  ? 8u * (uint64_t)e.words
+								  : sizeof(tally_uword)),
+						 __ATOMIC_RELEASE);
+				if (kind == TALLY_SHM_HIST)
+					__atomic_store_n(&h->shared_used,
+							 (uint64_t)e.aux * 64u +
+								 tally__shm_hist_block(
+									 hd->nr_buckets,
+									 hd->nr_bounds),
+							 __ATOMIC_RELEASE);
 				TALLY__SHM_CREATE_HOOK(1);
 				/* release: the entry before the count a reader
 				 * acquires */
@@ -204,6 +269,7 @@ static inline int tally__shm_object(struct tally_shm *r, const char *name, unsig
 				TALLY__SHM_CREATE_HOOK(2);
 				tally__shm_index(r, st.count, name, len);
 				__atomic_store_n(&h->indexed, st.count + 1u, __ATOMIC_RELEASE);
+				*idx = st.count;
 				found = 1;
 			}
 		}
@@ -217,9 +283,23 @@ static inline int tally__shm_object(struct tally_shm *r, const char *name, unsig
 				       "'%.120s' exists as a %s", name,
 				       e.kind == TALLY_SHM_COUNTER ? "counter"
 				       : e.kind == TALLY_SHM_GAUGE ? "gauge"
+				       : e.kind == TALLY_SHM_HIST  ? "histogram"
 								   : "per-process gauge");
+	if (kind == TALLY_SHM_HIST && !tally__shm_hist_same(r, &e, hd, bounds))
+		return tally__shm_fail(r->tally__error, sizeof(r->tally__error), -EEXIST,
+				       "'%.120s' exists as a histogram with other buckets or "
+				       "another scale",
+				       name);
 	*ep = e;
 	return 0;
+}
+
+/* The entry called name, of kind (not a histogram), in r. */
+static inline int tally__shm_object(struct tally_shm *r, const char *name, unsigned kind,
+				    struct tally__shm_entry *ep)
+{
+	unsigned idx;
+	return tally__shm_object_ex(r, name, kind, NULL, NULL, ep, &idx);
 }
 
 

@@ -80,22 +80,25 @@ static inline int tally__shm_init(int fd, const struct tally_shm_opts *o, unsign
 	struct timespec ts;
 	unsigned char *m;
 	void *mv;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), slot, objs, icap, procs, pbytes;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), slot, objs, icap, procs, pbytes, sbytes;
 	if (page < 4096 || (page & (page - 1)))
 		page = 4096;
 	objs = o->max_objects ? o->max_objects : TALLY_SHM_DEFAULT_OBJECTS;
 	slot = o->slot_bytes ? o->slot_bytes : TALLY_SHM_DEFAULT_SLOT_BYTES;
 	procs = o->max_procs ? o->max_procs : TALLY_SHM_DEFAULT_PROCS;
 	pbytes = o->proc_bytes ? o->proc_bytes : TALLY_SHM_DEFAULT_PROC_BYTES;
+	sbytes = o->shared_bytes ? o->shared_bytes : TALLY_SHM_DEFAULT_SHARED_BYTES;
 	if (objs > TALLY_SHM_MAX_OBJECTS || slot > ((uint64_t)1 << TALLY__SHM_MAX_SHIFT) ||
-	    procs > TALLY_SHM_MAX_PROCS || pbytes > ((uint64_t)1 << 24))
+	    procs > TALLY_SHM_MAX_PROCS || pbytes > ((uint64_t)1 << 24) ||
+	    sbytes > ((uint64_t)1 << 38))
 		return tally__shm_fail(why, n, -EINVAL,
 				       "max_objects %llu (at most %u), slot_bytes %llu, max_procs "
-				       "%llu (at most %u) or proc_bytes %llu (at most 16 MiB) too "
-				       "large",
+				       "%llu (at most %u), proc_bytes %llu (at most 16 MiB) or "
+				       "shared_bytes %llu (at most 256 GiB) too large",
 				       (unsigned long long)objs, TALLY_SHM_MAX_OBJECTS,
 				       (unsigned long long)slot, (unsigned long long)procs,
-				       TALLY_SHM_MAX_PROCS, (unsigned long long)pbytes);
+				       TALLY_SHM_MAX_PROCS, (unsigned long long)pbytes,
+				       (unsigned long long)sbytes);
 	memset(&h, 0, sizeof(h));
 	h.bom = TALLY__SHM_BOM;
 	h.version = TALLY_SHM_VERSION;
@@ -125,7 +128,8 @@ static inline int tally__shm_init(int fd, const struct tally_shm_opts *o, unsign
 	h.proc_off = (h.dir_off + objs * sizeof(struct tally__shm_entry) + 63) / 64 * 64;
 	h.data_off = (h.proc_off + procs * sizeof(struct tally__shm_row) + page - 1) / page * page;
 	h.pdata_off = h.data_off + (((uint64_t)nr + 1) << h.shift);
-	h.total_size = h.pdata_off + (procs << h.proc_shift);
+	h.shared_off = h.pdata_off + (procs << h.proc_shift);
+	h.total_size = h.shared_off + (sbytes + page - 1) / page * page;
 	if (h.total_size > (uint64_t)(SIZE_MAX / 2) || (uint64_t)(off_t)h.total_size != h.total_size)
 		return tally__shm_fail(why, n, -EINVAL, "a region of %llu bytes cannot be mapped here",
 				       (unsigned long long)h.total_size);

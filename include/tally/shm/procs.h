@@ -219,6 +219,24 @@ static inline int tally__shm_row_claim(struct tally_shm *r)
 }
 
 
+/* The modular sum of the per-process word at off over the rows of r held
+ * by a live process (tally_shm_proc_sum()). */
+static inline tally_uword tally__shm_proc_sum(const struct tally_shm *r, uint64_t off)
+{
+	const struct tally__shm_layout *L = &r->tally__lay;
+	unsigned i, procs = __atomic_load_n(&r->tally__hdr->procs, __ATOMIC_ACQUIRE);
+	tally_uword sum = 0;
+	for (i = 0; i < procs && i < L->proc_cap; i++)
+		if (tally__shm_row_held(r->tally__fd, L->proc_off + (uint64_t)i *
+							       sizeof(struct tally__shm_row)) == 1 ||
+		    (r->tally__row_posix && i == r->tally__row_idx && r->tally__row))
+			sum += tally__load((const tally_uword *)(const void *)(r->tally__map +
+									      L->pdata_off +
+									      ((size_t)i << L->pshift) +
+									      off));
+	return sum;
+}
+
 /* The per-process add's first in this process (a child of fork()): claim
  * a row, then add; with no row to be had, the add is lost and counted
  * (tally_shm_proc_lost()). */

@@ -3,9 +3,10 @@
  * tally/shm/read.h - the reader: errors, names, and the validation of
  * untrusted bytes (private; include <tally/shm.h>).
  *
- * Everything a snapshot does: the header checked into a layout
+ * What a snapshot checks and reads: the header checked into a layout
  * (tally__shm_check), the mutable fields loaded once and checked
- * (tally__shm_state), each entry copied and checked (tally__shm_entry_get),
+ * (tally__shm_state), each entry copied and checked (tally__shm_entry_get;
+ * a histogram's block by tally/shm/cut.h, which also assembles snapshots),
  * the words summed over the slots written (tally__shm_sum_at), and the
  * per-process rows' liveness tested through their locks (F_OFD_GETLK;
  * the top of tally/shm.h says why a lock, never a pid). Each field is
@@ -65,6 +66,7 @@ static inline const char *tally__shm_errstr(int e)
 	case ENOSYS: return "Function not implemented";
 	case EIO: return "Input/output error";
 	case ESTALE: return "Stale file handle";
+	case EBUSY: return "Device or resource busy";
 	default: return "unexpected error";
 	}
 }
@@ -157,6 +159,7 @@ static inline int tally__shm_check(const unsigned char *map, size_t len,
 {
 	struct tally__shm_header h;
 	uint64_t dir_end, slots_bytes, proc_end, pdata_bytes;
+	uint64_t max_off = (uint64_t)1 << 41;
 	if (len < sizeof(h))
 		return tally__shm_fail(why, n, -EINVAL,
 				       "truncated: %zu bytes, a region's header takes %zu", len,
@@ -220,21 +223,24 @@ static inline int tally__shm_check(const unsigned char *map, size_t len,
 	    h.dir_off % 8 || h.proc_off < dir_end || h.proc_off > ((uint64_t)1 << 40) ||
 	    h.proc_off % 64 || h.data_off < proc_end || h.data_off > ((uint64_t)1 << 40) ||
 	    h.data_off % 64 || h.pdata_off < h.data_off + slots_bytes ||
-	    h.pdata_off > ((uint64_t)1 << 41) || h.pdata_off % 64 ||
-	    h.total_size < h.pdata_off + pdata_bytes)
+	    h.pdata_off > max_off || h.pdata_off % 64 || h.shared_off < h.pdata_off + pdata_bytes ||
+	    h.shared_off > max_off + max_off || h.shared_off % 64 ||
+	    h.total_size < h.shared_off || h.total_size - h.shared_off > max_off)
 		return tally__shm_fail(why, n, -EINVAL,
 				       "corrupted: offsets index %llu, directory %llu, processes "
-				       "%llu, data %llu, process data %llu, size %llu do not fit "
-				       "together",
+				       "%llu, data %llu, process data %llu, shared %llu, size %llu "
+				       "do not fit together",
 				       (unsigned long long)h.index_off, (unsigned long long)h.dir_off,
 				       (unsigned long long)h.proc_off, (unsigned long long)h.data_off,
 				       (unsigned long long)h.pdata_off,
+				       (unsigned long long)h.shared_off,
 				       (unsigned long long)h.total_size);
 	if (h.total_size > len)
 		return tally__shm_fail(why, n, -EINVAL, "truncated: %zu bytes, the header says %llu",
 				       len, (unsigned long long)h.total_size);
 	L->proc_off = h.proc_off;
 	L->pdata_off = h.pdata_off;
+	L->shared_off = h.shared_off;
 	L->proc_cap = h.proc_cap;
 	L->pshift = h.proc_shift;
 	L->index_off = h.index_off;
@@ -255,7 +261,7 @@ static inline int tally__shm_check(const unsigned char *map, size_t len,
  * release stores of a creator and of a raise's program order), checked. */
 struct tally__shm_state {
 	unsigned count, lim, procs;
-	uint64_t used, pused;
+	uint64_t used, pused, sused;
 };
 
 static inline int tally__shm_state(const unsigned char *map, const struct tally__shm_layout *L,
@@ -267,6 +273,7 @@ static inline int tally__shm_state(const unsigned char *map, const struct tally_
 	st->used = __atomic_load_n(&h->data_used, __ATOMIC_ACQUIRE);
 	st->pused = __atomic_load_n(&h->proc_used, __ATOMIC_ACQUIRE);
 	st->procs = __atomic_load_n(&h->procs, __ATOMIC_ACQUIRE);
+	st->sused = __atomic_load_n(&h->shared_used, __ATOMIC_ACQUIRE);
 	if (st->count > L->dir_cap)
 		return tally__shm_fail(why, n, -EINVAL,
 				       "corrupted: %u objects in a directory of %u", st->count,
@@ -287,6 +294,57 @@ static inline int tally__shm_state(const unsigned char *map, const struct tally_
 				       (unsigned long long)st->pused,
 				       (unsigned long long)1 << L->pshift, st->procs,
 				       L->proc_cap);
+	if (st->sused > L->total - L->shared_off)
+		return tally__shm_fail(why, n, -EINVAL,
+				       "corrupted: %llu bytes used of a %llu-byte shared area",
+				       (unsigned long long)st->sused,
+				       (unsigned long long)(L->total - L->shared_off));
+	return 0;
+}
+
+static inline int tally__shm_hist_desc_get(const unsigned char *map,
+					   const struct tally__shm_layout *L,
+					   const struct tally__shm_state *st,
+					   const struct tally__shm_entry *e, unsigned i,
+					   struct tally__shm_hist_desc *d, char *why, size_t n);
+
+/* Entry i (< a validated count), copied and checked into *e; with names
+ * 0, all but its name (e->name is then ""): a render's values need its
+ * kind and place only, and the name was checked when it was taken. */
+static inline int tally__shm_entry_get_ex(const unsigned char *map,
+					  const struct tally__shm_layout *L,
+					  const struct tally__shm_state *st, unsigned i,
+					  struct tally__shm_entry *e, int names, char *why, size_t n)
+{
+	const unsigned char *at = map + L->dir_off + (uint64_t)i * sizeof(*e);
+	struct tally__shm_hist_desc d;
+	uint64_t used;
+	/* The fixed fields, then the name's bytes only (and its NUL): the
+	 * rest of the entry is padding (a directory of 100,000 names is 25
+	 * MB of entries, of which a render's registration reads ~1 MB). */
+	memcpy(e, at, offsetof(struct tally__shm_entry, name));
+	e->name[0] = '\0';
+	if (names && e->name_len <= TALLY_SHM_NAME_MAX)
+		memcpy(e->name, at + offsetof(struct tally__shm_entry, name), e->name_len + 1u);
+	if (e->kind != TALLY_SHM_COUNTER && e->kind != TALLY_SHM_GAUGE &&
+	    e->kind != TALLY_SHM_PROC_GAUGE && e->kind != TALLY_SHM_HIST)
+		return tally__shm_fail(why, n, -EINVAL, "corrupted: object %u has kind %u", i,
+				       (unsigned)e->kind);
+	if (names && (e->name_len < 1 || e->name_len > TALLY_SHM_NAME_MAX ||
+		      e->name[e->name_len] != '\0' || tally__shm_name_ok(e->name) != e->name_len))
+		return tally__shm_fail(why, n, -EINVAL,
+				       "corrupted: object %u's name (%u bytes) is not a valid name",
+				       i, (unsigned)e->name_len);
+	if (e->kind == TALLY_SHM_HIST)
+		return tally__shm_hist_desc_get(map, L, st, e, i, &d, why, n);
+	used = e->kind == TALLY_SHM_PROC_GAUGE ? st->pused : st->used;
+	if (e->words != 1 || e->aux || e->off % sizeof(tally_uword) || e->off > used ||
+	    used - e->off < sizeof(tally_uword))
+		return tally__shm_fail(why, n, -EINVAL,
+				       "corrupted: object %u ('%s') at offset %llu, %u words, past "
+				       "the %llu bytes reserved",
+				       i, e->name, (unsigned long long)e->off, (unsigned)e->words,
+				       (unsigned long long)used);
 	return 0;
 }
 
@@ -295,26 +353,7 @@ static inline int tally__shm_entry_get(const unsigned char *map, const struct ta
 				       const struct tally__shm_state *st, unsigned i,
 				       struct tally__shm_entry *e, char *why, size_t n)
 {
-	uint64_t used;
-	memcpy(e, map + L->dir_off + (uint64_t)i * sizeof(*e), sizeof(*e));
-	if (e->kind != TALLY_SHM_COUNTER && e->kind != TALLY_SHM_GAUGE &&
-	    e->kind != TALLY_SHM_PROC_GAUGE)
-		return tally__shm_fail(why, n, -EINVAL, "corrupted: object %u has kind %u", i,
-				       (unsigned)e->kind);
-	if (e->name_len < 1 || e->name_len > TALLY_SHM_NAME_MAX || e->name[e->name_len] != '\0' ||
-	    tally__shm_name_ok(e->name) != e->name_len)
-		return tally__shm_fail(why, n, -EINVAL,
-				       "corrupted: object %u's name (%u bytes) is not a valid name",
-				       i, (unsigned)e->name_len);
-	used = e->kind == TALLY_SHM_PROC_GAUGE ? st->pused : st->used;
-	if (e->words != 1 || e->off % sizeof(tally_uword) || e->off > used ||
-	    used - e->off < sizeof(tally_uword))
-		return tally__shm_fail(why, n, -EINVAL,
-				       "corrupted: object %u ('%s') at offset %llu, %u words, past "
-				       "the %llu bytes reserved",
-				       i, e->name, (unsigned long long)e->off, (unsigned)e->words,
-				       (unsigned long long)used);
-	return 0;
+	return tally__shm_entry_get_ex(map, L, st, i, e, 1, why, n);
 }
 
 /* The modular sum of the word at offset off over the slots below lim and
@@ -402,88 +441,6 @@ static inline tally_uword tally__shm_psum_at(const unsigned char *map,
 			sum += tally__load((const tally_uword *)(const void *)(b + ((size_t)i
 										  << L->pshift)));
 	return sum;
-}
-
-/*
- * tally__shm_collect - objects [first, first + n) of the region at map
- * (header validated into L) into out[0..n), or as many as are published
- * (*got); *lim the written bound, *procs and *live the process rows
- * claimed and alive, tested through fd (< 0: an image). alive: room for
- * L->proc_cap bytes. 0 or -EINVAL with the reason.
- */
-static inline int tally__shm_collect(const unsigned char *map, const struct tally__shm_layout *L,
-				     int fd, unsigned char *alive, unsigned first, size_t n,
-				     struct tally_shm_value *out, size_t *got, unsigned *lim,
-				     unsigned *procs, unsigned *live, char *why, size_t wn)
-{
-	struct tally__shm_state st;
-	struct tally__shm_entry e;
-	size_t i;
-	unsigned nlive = 0;
-	int err = tally__shm_state(map, L, &st, why, wn), rows = 0;
-	*got = 0;
-	if (err)
-		return err;
-	if (lim)
-		*lim = st.lim;
-	for (i = 0; i < n && first + i < st.count; i++) {
-		err = tally__shm_entry_get(map, L, &st, (unsigned)(first + i), &e, why, wn);
-		if (err)
-			return err;
-		memcpy(out[i].name, e.name, e.name_len + 1u);
-		out[i].kind = e.kind;
-		if (e.kind != TALLY_SHM_PROC_GAUGE) {
-			out[i].raw = tally__shm_sum_at(map, L, st.lim, e.off);
-			continue;
-		}
-		if (!rows++) /* once per snapshot: a syscall per row */
-			nlive = tally__shm_liveness(fd, L, st.procs, alive);
-		out[i].raw = tally__shm_psum_at(map, L, st.procs, alive, e.off);
-	}
-	if (!rows && (procs || live))
-		nlive = tally__shm_liveness(fd, L, st.procs, alive);
-	if (procs)
-		*procs = st.procs;
-	if (live)
-		*live = nlive;
-	*got = i;
-	return 0;
-}
-
-/* Every published object of the region at map into s (fd: as above). */
-static inline int tally__shm_snap_into(const unsigned char *map, int fd,
-				       const struct tally__shm_layout *L, struct tally_shm_snap *s,
-				       char *why, size_t wn)
-{
-	struct tally__shm_state st;
-	size_t got;
-	int err = tally__shm_state(map, L, &st, why, wn);
-	if (err)
-		return err;
-	if (st.count > s->cap) {
-		size_t cap = st.count;
-		struct tally_shm_value *v =
-			(struct tally_shm_value *)realloc(s->v, cap * sizeof(*v));
-		if (!v)
-			return tally__shm_fail(why, wn, -ENOMEM, "out of memory");
-		s->v = v;
-		s->cap = cap;
-	}
-	if (L->proc_cap > s->alive_cap) {
-		unsigned char *a = (unsigned char *)realloc(s->alive, L->proc_cap);
-		if (!a)
-			return tally__shm_fail(why, wn, -ENOMEM, "out of memory");
-		s->alive = a;
-		s->alive_cap = L->proc_cap;
-	}
-	s->n = 0;
-	s->nr_slots = L->nr;
-	s->created_ns = L->created_ns;
-	err = tally__shm_collect(map, L, fd, s->alive, 0, st.count, s->v, &got, &s->lim, &s->procs,
-				 &s->procs_live, why, wn);
-	if (!err)
-		s->n = got;
-	return err;
 }
 
 #endif /* TALLY_SHM_READ_H */
