@@ -128,14 +128,18 @@ static inline void tally__export_put_double(struct tally__export_sink *k, double
 	tally__export_put(k, b, (size_t)n);
 }
 
-/* The k of a scale of 10^-k (k = 0..18), or -1. */
+/* The k of a scale of 10^-k (k = 0..18), or -1. Within 1e-12 relative,
+ * not ==: with x87's excess precision (gcc -m32) 1.0 / 1e9 need not equal
+ * the double 1e-9 the caller wrote. */
 static inline int tally__export_decimal_shift(double scale)
 {
 	uint64_t p = 1;
 	int k;
-	for (k = 0; k <= 18; k++, p *= 10u)
-		if (scale == 1.0 / (double)p)
+	for (k = 0; k <= 18; k++, p *= 10u) {
+		double d = scale * (double)p - 1.0;
+		if (d < 1e-12 && d > -1e-12)
 			return k;
+	}
 	return -1;
 }
 
