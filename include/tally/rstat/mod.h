@@ -39,7 +39,8 @@ static inline void tally__rstat_mod_count(struct tally_group *g, unsigned s, tal
  * any chunk), BARRIER_U, the shared half's marking, the threshold count.
  * g alive, item in range, delta != 0.
  */
-static inline void tally__rstat_mod_fenced(struct tally_group *g, unsigned item, tally_sword delta)
+static inline void tally__rstat_mod_fenced_counted(struct tally_group *g, unsigned item,
+						   tally_sword delta, int count)
 {
 	struct tally_tree *t = g->tally__tree;
 	unsigned long gen;
@@ -49,10 +50,17 @@ static inline void tally__rstat_mod_fenced(struct tally_group *g, unsigned item,
 	/* BARRIER_U: the word add before the dirty-bit loads. */
 	tally__rstat_barrier_update(t);
 	tally__rstat_mark_dirty(g, s);
+	if (!count)
+		return;
 	gen = tally__rstat_gen(t);
 	if (tally__likely(tally__rstat_count_settled(g, s, gen)))
 		return;
 	tally__rstat_mod_count(g, s, delta, gen);
+}
+
+static inline void tally__rstat_mod_fenced(struct tally_group *g, unsigned item, tally_sword delta)
+{
+	tally__rstat_mod_fenced_counted(g, item, delta, 1);
 }
 
 /*
@@ -123,7 +131,8 @@ static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, ta
  * that the mark path reaches (fast_items not 0), delta != 0: the rseq add
  * and marks where there are, else the fenced update.
  */
-TALLY__INLINE void tally__rstat_mod_fast(struct tally_group *g, unsigned item, tally_sword delta)
+TALLY__INLINE void tally__rstat_mod_fast_counted(struct tally_group *g, unsigned item,
+						tally_sword delta, int count)
 {
 #if TALLY__HAVE_RSEQ
 	/* The add and the dirty marks, no barrier (updated.h). */
@@ -132,6 +141,8 @@ TALLY__INLINE void tally__rstat_mod_fast(struct tally_group *g, unsigned item, t
 	unsigned long gen;
 	if (tally__likely(tally__rstat_rseq_mod(g, base + (size_t)item * sizeof(tally_uword),
 						 (tally_uword)delta, &soff))) {
+		if (!count)
+			return;
 		/* tally__rstat_count_settled(), at the slot's chunk (base +
 		 * soff: its regions are one region apart) */
 		gen = tally__rstat_gen(g->tally__tree);
@@ -142,7 +153,13 @@ TALLY__INLINE void tally__rstat_mod_fast(struct tally_group *g, unsigned item, t
 		return;
 	}
 #endif
-	tally__rstat_mod_fenced(g, item, delta);
+	tally__rstat_mod_fenced_counted(g, item, delta, count);
+}
+
+/* The same, counted toward the thresholds: tally_group_mod()'s. */
+TALLY__INLINE void tally__rstat_mod_fast(struct tally_group *g, unsigned item, tally_sword delta)
+{
+	tally__rstat_mod_fast_counted(g, item, delta, 1);
 }
 
 /* The checks of the snapshot calls; 0 or -EINVAL. */
@@ -176,13 +193,15 @@ static inline int tally__rstat_record(struct tally_group *g, unsigned h, int64_t
 	x = &g->tally__tree->tally__hists[h];
 	w = x->first + tally__hist_pos(&x->l, (uint64_t)v);
 	if (tally__unlikely(!tally__load(&g->tally__fast_items))) {
-		tally__rstat_mod_other(g, w, 1);
 		tally__rstat_mod_other(g, x->first + x->l.nr, (tally_sword)v);
+		tally__rstat_mod_other(g, w, 1);
 		return 0;
 	}
-	tally__rstat_mod_fast(g, w, 1);
+	/* The sum's add is not counted toward the thresholds: a record is
+	 * one event (the bucket's + 1), whatever its value. */
 	if (v)
-		tally__rstat_mod_fast(g, x->first + x->l.nr, (tally_sword)v);
+		tally__rstat_mod_fast_counted(g, x->first + x->l.nr, (tally_sword)v, 0);
+	tally__rstat_mod_fast(g, w, 1);
 	return 0;
 }
 
