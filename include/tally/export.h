@@ -67,8 +67,9 @@
  *                            hierarchical values), like memory.stat
  *   TALLY_EXPORT_JSON        {"families":[{"name":"x","type":"counter",
  *                            "help":"h","samples":[{"labels":{},"value":5}]}]}
- * Values are integers, never with a decimal point. Prometheus stores
- * samples as float64: totals past 2^53 lose their low digits there.
+ * Counter and gauge values are integers (a histogram's le and _sum are
+ * exact decimals: export_hist.h). Prometheus stores samples as float64:
+ * totals past 2^53 lose their low digits there.
  *
  * Concurrency: an exporter is one object with one owner: its calls must
  * not run beside each other (use a lock, or render from one thread). The
