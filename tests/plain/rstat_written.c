@@ -124,7 +124,7 @@ int main(void)
 	struct tally_tree *t;
 	struct tally_group *root, *ten[N], *kid[N];
 	struct tally_hist_snap snap;
-	int cpus[1], thp = thp_always();
+	int cpus[1] = {0}, thp = thp_always();
 	unsigned u, nr, i;
 	long m;
 	tally_uword req = 0, bytes = 0;
