@@ -45,3 +45,37 @@ start_exporter() {
   cat "$exporter_log"
   fail "exporter did not print 'listening' within 10 s"
 }
+
+# start_prometheus JOB: a throwaway Prometheus on a free loopback port
+# (temporary config and storage, 1 s scrape interval) scraping
+# 127.0.0.1:$port as job JOB; sets pport, api and query().
+start_prometheus() {
+  local job=$1 try i ppid ok=0
+  mkdir -p "$tmp/data"
+  cat >"$tmp/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: $job
+    static_configs:
+      - targets: ['127.0.0.1:$port']
+YML
+  for try in 1 2 3 4 5; do
+    pport=$((20000 + RANDOM % 20000))
+    prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
+      --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
+    ppid=$!
+    pids+=($ppid)
+    for i in $(seq 100); do
+      if curl -sf --max-time 1 "http://127.0.0.1:$pport/-/ready" >/dev/null 2>&1; then ok=1; break; fi
+      kill -0 $ppid 2>/dev/null || break
+      sleep 0.1
+    done
+    [ $ok = 1 ] && break
+    kill $ppid 2>/dev/null || true
+  done
+  [ $ok = 1 ] || { cat "$tmp/prometheus.log"; fail "prometheus did not start"; }
+  api=http://127.0.0.1:$pport/api/v1/query
+}
+query() { curl -sf --max-time 2 --data-urlencode "query=$1" "$api"; }

@@ -29,37 +29,8 @@ writers=2
 start_exporter "$bin" --seconds 40 --quiesce-after $quiesce --expect-file "$tmp/expected" \
   --writers $writers --reset-every 1 --wait-first-scrape
 
-# A free port for Prometheus: try a few in the ephemeral range.
-mkdir -p "$tmp/data"
-cat >"$tmp/prometheus.yml" <<YML
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: tally
-    static_configs:
-      - targets: ['127.0.0.1:$port']
-YML
-for try in 1 2 3 4 5; do
-  pport=$((20000 + RANDOM % 20000))
-  prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
-    --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
-  ppid=$!
-  pids+=($ppid)
-  ok=0
-  for i in $(seq 100); do
-    if curl -sf --max-time 1 "http://127.0.0.1:$pport/-/ready" >/dev/null 2>&1; then ok=1; break; fi
-    kill -0 $ppid 2>/dev/null || break
-    sleep 0.1
-  done
-  [ $ok = 1 ] && break
-  kill $ppid 2>/dev/null || true
-done
-[ $ok = 1 ] || { cat "$tmp/prometheus.log"; fail "prometheus did not start"; }
+start_prometheus tally
 echo "prometheus on 127.0.0.1:$pport, exporter on 127.0.0.1:$port"
-
-api=http://127.0.0.1:$pport/api/v1/query
-query() { curl -sf --max-time 2 --data-urlencode "query=$1" "$api"; }
 
 # Wait for the writers to stop and the expected values to be written.
 for i in $(seq 200); do
