@@ -8,6 +8,10 @@
  *     stores whose handler moves the thread to another CPU; the update
  *     must still mark its group in the record of the slot its add landed
  *     on, and a flush must reflect it;
+ *   - a group record (x86_64 with rseq) trapped before its sum's store and
+ *     between that store and its bucket's add, moved in the trap: the
+ *     section restarts, or leaves the bucket to the fenced update, and
+ *     the record counts once;
  *   - an update counted after a flush's first drain, on a CPU slot that
  *     drain had passed: only the flush's second drain and walk reflect it
  *     before the settle clears its count;
@@ -20,6 +24,7 @@
 #define _GNU_SOURCE
 #include <signal.h>
 #include <string.h>
+#include <ucontext.h>
 
 struct tally_group;
 static void test_hook_rstat_flush_drained(struct tally_group *g);
@@ -28,6 +33,13 @@ static void test_hook_rstat_flush_walked(struct tally_group *g);
 #if defined(__x86_64__)
 /* A trap between the rseq word add and the dirty-bit section. */
 #  define TALLY__RSTAT_RSEQ_HOOK "int3\n\t"
+/* Traps in tally_group_record()'s section when their flag is set (the
+ * handler clears it): before the sum's store, and between it and the
+ * bucket's add. */
+volatile unsigned char rec_trap_sum, rec_trap_commit;
+#  define REC_HOOK(flag) "cmpb $0, " flag "(%%rip)\n\tje 88f\n\tint3\n\t88:\n\t"
+#  define TALLY__RSTAT_REC_HOOK_SUM REC_HOOK("rec_trap_sum")
+#  define TALLY__RSTAT_REC_HOOK_COMMIT REC_HOOK("rec_trap_commit")
 #endif
 
 #include "test_rstat_model.h"
@@ -73,13 +85,28 @@ static void test_hook_rstat_flush_walked(struct tally_group *g)
 
 /* The trap between the rseq sections: when armed, move the thread to
  * trap_cpu (sched_setaffinity() migrates the caller before it returns). */
-static volatile sig_atomic_t trap_armed, trap_moved;
+static volatile sig_atomic_t trap_armed, trap_moved, trap_aborted;
 static int trap_cpu;
 
-static void on_trap(int sig)
+static void on_trap(int sig, siginfo_t *si, void *uc_)
 {
 	cpu_set_t set;
 	(void)sig;
+	(void)si;
+#if defined(__x86_64__) && TALLY__HAVE_RSEQ
+	if (trap_armed) {
+		/* An aborted section resumes at its abort handler, which
+		 * follows the 4-byte signature. */
+		const unsigned char *ip =
+			(const unsigned char *)((ucontext_t *)uc_)->uc_mcontext.gregs[REG_RIP];
+		uint32_t sigword;
+		memcpy(&sigword, ip - 4, sizeof(sigword));
+		trap_aborted = sigword == RSEQ_SIG;
+	}
+	rec_trap_sum = rec_trap_commit = 0;
+#else
+	(void)uc_;
+#endif
 	if (!trap_armed)
 		return;
 	trap_armed = 0;
@@ -94,7 +121,8 @@ static void hooks_setup(void)
 	struct sigaction sa;
 	rstat_setup();
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_trap;
+	sa.sa_sigaction = on_trap;
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	cr_assert_eq(sigaction(SIGTRAP, &sa, NULL), 0);
 	memset(&hk, 0, sizeof(hk));
@@ -175,6 +203,151 @@ Test(rstat_hooks, update_migrated_between_add_and_marking_is_flushed)
 		cr_assert_eq(tally_group_read(root, 0), sum);
 	}
 	tally_tree_destroy(t);
+}
+
+/* ---- a record aborted inside its section ----------------------------------------- */
+
+#if defined(__x86_64__) && TALLY__HAVE_RSEQ
+/* Word item of g on slot s. */
+static tally_uword word_at(struct tally_group *g, unsigned s, unsigned item)
+{
+	return __atomic_load_n((tally_uword *)tally__pcpu_at(&g->tally__pcpu, s,
+							      TALLY__RSTAT_WORD_OFF +
+								      (size_t)item *
+									      sizeof(tally_uword)),
+			       __ATOMIC_RELAXED);
+}
+
+/* Slot s's mark of g (the leaf's, as the test above reads it). */
+static uint32_t mark_at(struct tally_group *g, unsigned s)
+{
+	unsigned m = g->tally__dirty.id & 4095u;
+	return (uint32_t)(__atomic_load_n(&tally__rstat_dirty_at(g->tally__dirty.block,
+								  g->tally__dirty.stride, s)
+						   ->mark_leaf[m / 2u],
+					  __ATOMIC_RELAXED) >>
+			  (32u * (m & 1u)));
+}
+
+/*
+ * tally_group_record() on CPU a, trapped inside its section and moved to
+ * CPU b in the trap: before the sum's store (commit 0) the kernel's abort
+ * restarts the section on b, so the whole record lands on b's slot; after
+ * it (commit 1) the sum stays on a's slot and is marked there, and the
+ * bucket's + 1 is added once, by the fenced update. Either way a flush
+ * shows the record exactly once, in g and the root. A handler that
+ * restarted after the sum's store counts the sum twice; one that left
+ * without marking a's slot loses it from the flush.
+ */
+static void record_aborted(int commit)
+{
+	static struct tally_hist_opts ho; /* the default layout */
+	struct tally_tree_opts o;
+	struct tally_tree *t;
+	struct tally_group *root, *g;
+	struct tally_hist_snap snap;
+	uint64_t sum = 0, count = 0;
+	const int64_t v = 1000003;
+	unsigned sw, bw, k, tries = 0;
+	int a, b;
+	if (__rseq_size == 0)
+		cr_skip_test("rseq is not registered (valgrind, glibc.pthread.rseq=0)");
+	two_cpus(&a, &b);
+	memset(&o, 0, sizeof(o));
+	o.nr_items = 1;
+	o.hists = &ho;
+	o.nr_hists = 1;
+	t = tally_tree_create_opts(&o);
+	cr_assert_not_null(t);
+	root = tally_tree_root(t);
+	g = tally_group_create(root);
+	cr_assert_not_null(g);
+	sw = t->tally__hists[0].first + t->tally__hists[0].l.nr;
+	bw = t->tally__hists[0].first + tally__hist_pos(&t->tally__hists[0].l, (uint64_t)v);
+	/* A first record on each CPU raises g's written bound over both
+	 * slots, so the trapped records take the section. */
+	cr_assert_eq(harness_pin(b), 0);
+	cr_assert_eq(tally_group_record(g, 0, v), 0);
+	cr_assert_eq(harness_pin(a), 0);
+	cr_assert_eq(tally_group_record(g, 0, v), 0);
+	sum = 2 * (uint64_t)v;
+	count = 2;
+	cr_assert_eq(tally_group_hist_snap_init(&snap, t, 0), 0);
+	for (k = 1; k <= 3; tries++) {
+		tally_uword sa = word_at(g, (unsigned)a, sw), ba = word_at(g, (unsigned)a, bw);
+		tally_uword sb = word_at(g, (unsigned)b, sw), bb = word_at(g, (unsigned)b, bw);
+		tally_group_flush_force(root); /* the marks drained */
+		cr_assert_eq(mark_at(g, (unsigned)a), 0);
+		cr_assert_eq(harness_pin(a), 0);
+		trap_cpu = b;
+		trap_moved = trap_aborted = 0;
+		trap_armed = 1;
+		if (commit)
+			rec_trap_commit = 1;
+		else
+			rec_trap_sum = 1;
+		cr_assert_eq(tally_group_record(g, 0, v), 0);
+		trap_armed = 0;
+		sum += (uint64_t)v;
+		count++;
+		if (!trap_moved) {
+			/* Preempted in the few instructions before the trap:
+			 * the kernel's abort came first. Counted all the same
+			 * (checked below); the trial again. */
+			rec_trap_sum = rec_trap_commit = 0;
+			cr_assert_lt(tries, 100, "no trial reached its trap undisturbed");
+		} else if (commit) {
+			cr_assert(trap_aborted, "round %u: the trap did not abort the section", k);
+			cr_assert_eq(word_at(g, (unsigned)a, sw), sa + (tally_uword)v,
+				     "round %u: the sum is not on a's slot once", k);
+			cr_assert_eq(word_at(g, (unsigned)a, bw), ba,
+				     "round %u: the bucket's add ran on a", k);
+			cr_assert_eq(mark_at(g, (unsigned)a), 1,
+				     "round %u: the sum's slot is not marked", k);
+		} else {
+			cr_assert(trap_aborted, "round %u: the trap did not abort the section", k);
+			cr_assert_eq(word_at(g, (unsigned)a, sw), sa);
+			cr_assert_eq(word_at(g, (unsigned)a, bw), ba);
+			cr_assert_eq(word_at(g, (unsigned)b, sw), sb + (tally_uword)v,
+				     "round %u: the restarted section's sum is not on b", k);
+			cr_assert_eq(word_at(g, (unsigned)b, bw), bb + 1);
+		}
+		k += trap_moved ? 1u : 0u;
+		tally_group_flush_force(root);
+		cr_assert_eq(tally_group_hist_snapshot(g, 0, &snap), 0);
+		cr_assert_eq(snap.count, count, "round %u: count %llu, records %llu", k,
+			     (unsigned long long)snap.count, (unsigned long long)count);
+		cr_assert_eq(snap.sum & (tally_uword)-1, sum & (tally_uword)-1,
+			     "round %u: sum %llu, recorded %llu", k, (unsigned long long)snap.sum,
+			     (unsigned long long)sum);
+		cr_assert_eq(tally_group_hist_snapshot(root, 0, &snap), 0);
+		cr_assert_eq(snap.count, count);
+		cr_assert_eq(snap.sum & (tally_uword)-1, sum & (tally_uword)-1);
+	}
+	if (tries > 3)
+		fprintf(stderr, "record_aborted: %u trials preempted before the trap, retried\n",
+			tries - 3);
+	tally_hist_snap_destroy(&snap);
+	tally_tree_destroy(t);
+}
+#endif
+
+Test(rstat_hooks, record_aborted_before_its_sum_restarts)
+{
+#if defined(__x86_64__) && TALLY__HAVE_RSEQ
+	record_aborted(0);
+#else
+	cr_skip_test("the rseq record is not compiled in (x86_64, TALLY_PCPU_MODE != 1)");
+#endif
+}
+
+Test(rstat_hooks, record_aborted_after_its_sum_adds_the_bucket_once)
+{
+#if defined(__x86_64__) && TALLY__HAVE_RSEQ
+	record_aborted(1);
+#else
+	cr_skip_test("the rseq record is not compiled in (x86_64, TALLY_PCPU_MODE != 1)");
+#endif
 }
 
 /* ---- a flush's second drain and walk --------------------------------------------- */

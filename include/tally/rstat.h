@@ -246,6 +246,7 @@ struct tally_tree_opts {
 #include <tally/rstat/lifetime.h>
 #include <tally/rstat/reset.h>
 #include <tally/rstat/mod.h>
+#include <tally/rstat/record.h>
 #include <tally/rstat/lookup.h>
 #undef TALLY__RSTAT_INSIDE
 
@@ -512,13 +513,13 @@ TALLY__API int tally_group_mod(struct tally_group *g, unsigned item, tally_sword
 #endif
 
 /** tally_group_record - record v into g's histogram h: bucket + 1, sum + v,
- * two updates of g, each as tally_group_mod() (any thread, wait-free; in
+ * as two tally_group_mod() updates of g (any thread, wait-free; in
  * flushes that start after the return; on a held destroyed g, for the
  * nearest live ancestor); g's histogram is its subtree's. 0, or -EINVAL
- * (NULL g, h out of range, v < 0: nothing recorded). Cost: the bucket
- * math and two mod fast paths (bench/bench_rstat.c, group_record). Memory:
+ * (NULL g, h out of range, v < 0: nothing recorded). Cost: the bucket math
+ * and one mod fast path, both adds in its section (bench_rstat.c). Memory:
  * per group 3 words per bucket position and 3 for the sum, per CPU slot
- * that recorded into it 2 each (demand-zero; rstat/mod.h). */
+ * that recorded into it 2 each (demand-zero; rstat/record.h). */
 static inline int tally_group_record(struct tally_group *g, unsigned h, int64_t v)
 {
 	return tally__rstat_record(g, h, v);

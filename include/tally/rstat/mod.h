@@ -1,11 +1,10 @@
 /**
  * @file
- * tally/rstat/mod.h - the paths of tally_group_mod() and
- * tally_group_record() for tally/rstat.h (private; include
- * <tally/rstat.h>): the fast path (the rseq add and marks, updated.h), the
- * fenced one, the update of a group being destroyed, and the threshold
- * count (threshold.h) after each; and the checks of the group histogram
- * snapshots.
+ * tally/rstat/mod.h - the paths of tally_group_mod() for tally/rstat.h
+ * (private; include <tally/rstat.h>): the fast path (the rseq add and
+ * marks, updated.h), the fenced one, the update of a group being
+ * destroyed, and the threshold count (threshold.h) after each; and the
+ * checks of the group histogram snapshots.
  */
 #ifndef TALLY_RSTAT_MOD_H
 #define TALLY_RSTAT_MOD_H
@@ -170,38 +169,6 @@ static inline int tally__group_hist_args(const struct tally_group *g, unsigned h
 		       !tally__hist_layout_eq(&g->tally__tree->tally__hists[h].l, &s->tally__l)))
 		return -EINVAL;
 	tally__rcu_check_alive(g, "tally_group_hist_snapshot");
-	return 0;
-}
-
-/*
- * tally_group_record(): the bucket's word + 1 and the sum's + v, two
- * updates of g on the path tally_group_mod() would take, so after a flush
- * g's histogram h is that of every value recorded into g's subtree, as an
- * item is the sum of its subtree's updates. Memory: per group, 3 words per
- * bucket position and 3 for the sum (state, local, pending), and per CPU
- * slot that recorded into it 2 words each (the slot's word and its flush
- * snapshot), in the arena's demand-zero pages: a CPU that never recorded
- * into g costs nothing resident; a flush visits every word of a group a
- * slot updated.
- */
-static inline int tally__rstat_record(struct tally_group *g, unsigned h, int64_t v)
-{
-	const struct tally__rstat_hist *x;
-	unsigned w;
-	if (tally__bad(!g || h >= g->tally__tree->tally__nr_hists || v < 0))
-		return -EINVAL;
-	x = &g->tally__tree->tally__hists[h];
-	w = x->first + tally__hist_pos(&x->l, (uint64_t)v);
-	if (tally__unlikely(!tally__load(&g->tally__fast_items))) {
-		tally__rstat_mod_other(g, x->first + x->l.nr, (tally_sword)v);
-		tally__rstat_mod_other(g, w, 1);
-		return 0;
-	}
-	/* The sum's add is not counted toward the thresholds: a record is
-	 * one event (the bucket's + 1), whatever its value. */
-	if (v)
-		tally__rstat_mod_fast_counted(g, x->first + x->l.nr, (tally_sword)v, 0);
-	tally__rstat_mod_fast(g, w, 1);
 	return 0;
 }
 
