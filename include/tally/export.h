@@ -393,8 +393,10 @@ static inline int tally_export_set_help(struct tally_export *e, const char *fami
 	d = tally__export_strdup(help);
 	if (!d)
 		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
-	free(e->tally__families[f].help);
+	if (!e->tally__families[f].help_const)
+		free(e->tally__families[f].help);
 	e->tally__families[f].help = d;
+	e->tally__families[f].help_const = 0;
 	return 0;
 }
 
@@ -454,6 +456,7 @@ static inline int tally_export_name(char *buf, size_t size, const char *family,
 	k.buf = buf;
 	k.cap = size;
 	k.len = 0;
+	k.grow = 0;
 	tally__export_puts(&k, family);
 	for (i = 0; pairs && pairs[i]; i += 2) {
 		if (!pairs[i + 1][0])
@@ -510,6 +513,7 @@ static inline int tally_export_render(struct tally_export *e, int fmt, char *buf
 	k.buf = NULL;
 	k.cap = 0;
 	k.len = 0;
+	k.grow = 0;
 	tally__export_write(e, fmt, &k);
 	if (k.len + 1 > size) {
 		if (len)
@@ -546,24 +550,33 @@ static inline int tally_export_render_alloc(struct tally_export *e, int fmt, cha
 	err = tally__export_collect_all(e);
 	if (err)
 		return err;
-	/* One pass into a buffer the size of the last render plus slack; a
-	 * second only if the output outgrew it. */
+	/* One pass into a buffer the size of the last render plus slack,
+	 * doubled as the output outgrows it; a second pass, into a buffer of
+	 * the size counted, only if growing it failed. */
 	k.cap = e->tally__last_len + e->tally__last_len / 8 + 4096;
 	k.buf = (char *)malloc(k.cap);
 	if (!k.buf)
 		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	k.len = 0;
+	k.grow = 1;
 	tally__export_write(e, fmt, &k);
-	if (k.len + 1 > k.cap) {
+	tally__export_put(&k, "", 1); /* the NUL */
+	if (k.len > k.cap) {
 		free(k.buf);
-		k.cap = k.len + 1;
+		k.cap = k.len;
 		k.buf = (char *)malloc(k.cap);
 		if (!k.buf)
 			return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 		k.len = 0;
+		k.grow = 0;
 		tally__export_write(e, fmt, &k);
+		tally__export_put(&k, "", 1);
 	}
-	k.buf[k.len] = '\0';
+	k.len--; /* (not counting the NUL) */
+	if (k.cap - k.len > k.cap / 4 + 4096) { /* doubled past it: give the rest back */
+		char *b = (char *)realloc(k.buf, k.len + 1);
+		k.buf = b ? b : k.buf;
+	}
 	e->tally__last_len = k.len;
 	*out = k.buf;
 	if (len)

@@ -23,7 +23,9 @@
  *     record stuck in the middle leaves) read as it stands;
  *   - export (tally/shm/export.h): Prometheus histograms with the fixed
  *     le set (exact lines), labelled families, members of other buckets
- *     and name clashes skipped, helps kept across a rebuild, JSON.
+ *     and name clashes skipped, helps kept across a rebuild, JSON;
+ *     histograms alone into an empty exporter (it takes their family
+ *     table), and again when a member joins.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -736,6 +738,51 @@ static void exported(void)
 	tally_shm_close(r);
 }
 
+/* Histograms alone, into an exporter with nothing else: it takes the
+ * region's family table, their families registered in it (ASan: none
+ * freed twice), and again when a member joins. */
+static void exported_alone(void)
+{
+	static const uint64_t bounds[] = {1000, 1000000};
+	char p[300], *page;
+	struct tally_shm *r, *ro;
+	struct tally_shm_hist a, b;
+	struct tally_hist_opts o = {0};
+	struct tally_export e;
+	unsigned skipped = 0;
+	snprintf(p, sizeof(p), "%s/alone", dir);
+	r = open_rw(p, NULL);
+	o.bounds = bounds;
+	o.nr_bounds = 2;
+	if (!r)
+		return;
+	CHECK_EQ(tally_shm_hist(r, "job_seconds", &o, 1e-9, &a), 0);
+	CHECK_EQ(tally_shm_hist(r, "queue_seconds{k=\"1\"}", &o, 1e-9, &b), 0);
+	tally_shm_hist_record(&a, 1500);
+	ro = open_ro(p);
+	if (!ro)
+		return;
+	tally_export_init(&e);
+	CHECK_EQ(tally_shm_export_add(&e, ro, &skipped), 0);
+	CHECK_EQ(skipped, 0);
+	page = render(&e, TALLY_EXPORT_PROMETHEUS);
+	has(page, "# HELP job_seconds tally shared histogram\n# TYPE job_seconds histogram\n");
+	has(page, "job_seconds_bucket{le=\"0.000001\"} 0\njob_seconds_bucket{le=\"0.001\"} 1\n");
+	has(page, "job_seconds_sum 0.0000015\njob_seconds_count 1\n");
+	has(page, "queue_seconds_count{k=\"1\"} 0\n");
+	free(page);
+	CHECK_EQ(tally_shm_hist(r, "queue_seconds{k=\"2\"}", &o, 1e-9, &b), 0);
+	CHECK_EQ(tally_shm_export_add(&e, ro, &skipped), 0);
+	CHECK_EQ(skipped, 0);
+	page = render(&e, TALLY_EXPORT_PROMETHEUS);
+	has(page, "queue_seconds_count{k=\"1\"} 0\n");
+	has(page, "queue_seconds_count{k=\"2\"} 0\n");
+	free(page);
+	tally_export_destroy(&e);
+	tally_shm_close(ro);
+	tally_shm_close(r);
+}
+
 int main(void)
 {
 	char p[300];
@@ -749,6 +796,7 @@ int main(void)
 	killed();
 	hostile();
 	exported();
+	exported_alone();
 	busy();
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
 	if (system(p))

@@ -12,7 +12,9 @@
  *   - labelled names: accepted as tally_export_name() writes them, refused
  *     otherwise; exported as one family (tally/shm/export.h), a family
  *     growing after its first export, kind conflicts and duplicate series
- *     skipped.
+ *     skipped; an exporter with nothing else taking the region's family
+ *     table, helps kept across rebuilds, render_alloc's one growing pass
+ *     the same bytes as tally_export_render.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -380,6 +382,68 @@ static void exported(void)
 	tally_shm_close(r);
 }
 
+/* An exporter with nothing else takes the region's family table (no
+ * copy): the region's source replaced (the table taken again; a help set
+ * kept, the constant ones pointed to), another source after it (the
+ * table grown), replaced beside it (copied); render_alloc's one growing
+ * pass (past its first 4 KiB guess) gives what tally_export_render does. */
+static void exported_alone(void)
+{
+	static const char head[] = "# HELP local tally counter\n# TYPE local gauge\nlocal 0\n"
+				   "# HELP c0 tally shared counter\n# TYPE c0 counter\n"
+				   "c0_total{k=\"x\"} 0\n# HELP c1 ",
+			  tail[] = "c300_total 0\n# EOF\n";
+	struct tally_shm *r = NULL, *ro = NULL;
+	struct tally_shm_counter c;
+	struct tally_counter mine;
+	struct tally_export e;
+	char why[TALLY_SHM_ERROR_MAX], p2[300], nm[32], *out = NULL, *buf;
+	size_t len = 0, need = 0, len2 = 0;
+	unsigned i, skipped = 0;
+	snprintf(p2, sizeof(p2), "%s/alone", dir);
+	CHECK_EQ(tally_shm_open(&r, p2, NULL, why, sizeof(why)), 0);
+	CHECK_EQ(tally_shm_open_ro(&ro, p2, 0, why, sizeof(why)), 0);
+	if (!r || !ro)
+		return;
+	for (i = 0; i < 300; i++) {
+		snprintf(nm, sizeof(nm), i % 3 ? "c%u" : "c%u{k=\"x\"}", i);
+		CHECK_EQ(tally_shm_counter(r, nm, &c), 0);
+		tally_shm_add(&c, i);
+	}
+	tally_export_init(&e);
+	tally_counter_init(&mine, 0, 0);
+	CHECK_EQ(tally_shm_export_add(&e, ro, &skipped), 0);
+	CHECK_EQ(tally_export_set_help(&e, "c7", "Seven \\ \"7\"."), 0);
+	CHECK_EQ(tally_shm_gauge(r, "g", &c), 0);
+	CHECK_EQ(tally_shm_export_add(&e, ro, &skipped), 0); /* e had r's alone */
+	CHECK_EQ(tally_export_add_counter(&e, "local", NULL, &mine, TALLY_EXPORT_GAUGE), 0);
+	CHECK_EQ(tally_shm_counter(r, "c300", &c), 0);
+	CHECK_EQ(tally_shm_export_add(&e, ro, &skipped), 0); /* beside local */
+	CHECK_EQ(skipped, 0);
+	CHECK_EQ(tally_export_render_alloc(&e, TALLY_EXPORT_OPENMETRICS, &out, &len), 0);
+	CHECK(out && len > 4096 && strlen(out) == len, "%zu bytes", len);
+	CHECK(out && !strncmp(out, head, sizeof(head) - 1), "%s", out);
+	CHECK(out && strstr(out, "# HELP c7 Seven \\\\ \\\"7\\\".\n# TYPE c7 counter\nc7_total 7\n"), "%s",
+	      out);
+	CHECK(out && strstr(out, "\n# HELP g tally shared gauge\n# TYPE g gauge\ng 0\n"), "%s", out);
+	CHECK(out && len > sizeof(tail) && !strcmp(out + len - (sizeof(tail) - 1), tail), "%s",
+	      out);
+	CHECK_EQ(tally_export_render(&e, TALLY_EXPORT_OPENMETRICS, NULL, 0, &need), -ENOSPC);
+	CHECK_EQ(need, len + 1);
+	buf = (char *)malloc(need);
+	CHECK_EQ(tally_export_render(&e, TALLY_EXPORT_OPENMETRICS, buf, need, &len2), 0);
+	CHECK(buf && out && len2 == len && !memcmp(buf, out, len + 1), "render and render_alloc");
+	free(out);
+	CHECK_EQ(tally_export_render_alloc(&e, TALLY_EXPORT_OPENMETRICS, &out, &len2), 0);
+	CHECK(buf && out && len2 == len && !memcmp(buf, out, len + 1), "the second render_alloc");
+	free(out);
+	free(buf);
+	tally_export_destroy(&e);
+	tally_counter_destroy(&mine);
+	tally_shm_close(ro);
+	tally_shm_close(r);
+}
+
 int main(void)
 {
 	char p[300];
@@ -392,6 +456,7 @@ int main(void)
 	full_and_killed_claimer();
 	names();
 	exported();
+	exported_alone();
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
 	if (system(p))
 		fprintf(stderr, "shm_proc: could not remove %s\n", dir);

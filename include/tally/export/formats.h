@@ -12,10 +12,32 @@
 #  error "tally/export/formats.h is private: include <tally/export.h>"
 #endif
 
+/* Make room in k (grow set) for n more bytes: cap doubled (at least);
+ * 0, or -ENOMEM with grow cleared (buf kept as it is). */
+static inline int tally__export_sink_grow(struct tally__export_sink *k, size_t n)
+{
+	size_t cap = k->cap ? k->cap : 4096;
+	char *b;
+	while (cap < k->len + n && cap <= (size_t)-1 / 2)
+		cap *= 2;
+	b = cap >= k->len + n ? (char *)realloc(k->buf, cap) : NULL;
+	if (!b) {
+		k->grow = 0;
+		return -ENOMEM;
+	}
+	k->buf = b;
+	k->cap = cap;
+	return 0;
+}
+
 TALLY__INLINE void tally__export_put(struct tally__export_sink *k, const char *s, size_t n)
 {
-	if (k->buf && k->len + n <= k->cap)
+	if (k->len + n <= k->cap) {
+		if (n) /* (cap may be 0 with no buf) */
+			memcpy(k->buf + k->len, s, n);
+	} else if (k->grow && !tally__export_sink_grow(k, n)) {
 		memcpy(k->buf + k->len, s, n);
+	}
 	k->len += n;
 }
 
@@ -57,17 +79,38 @@ static inline void tally__export_put_escaped(struct tally__export_sink *k, const
 					     enum tally__export_escape mode)
 {
 	const char *run = s;
-	for (; *s; s++) {
+	if (mode != TALLY__EXPORT_ESC_JSON) {
+		/* Runs of bytes kept as they are, found by strcspn() (the C
+		 * library's: many bytes a step), then one escape. */
+		const char *stop = mode == TALLY__EXPORT_ESC_QUOTED ? "\\\n\"" : "\\\n";
+		for (;;) {
+			size_t n = strcspn(s, stop);
+			tally__export_put(k, s, n);
+			s += n;
+			if (!*s)
+				return;
+			tally__export_put(k, *s == '\\' ? "\\\\" : *s == '\n' ? "\\n" : "\\\"", 2);
+			s++;
+		}
+	}
+	for (;; s++) {
 		const char *rep = NULL;
 		char u[7];
 		unsigned char c = (unsigned char)*s;
+		/* JSON. Past '"', only the backslash is escaped (most bytes:
+		 * one test); below it, '"' and the control characters (the
+		 * NUL ends s). */
+		if (c > '"' && c != '\\')
+			continue;
+		if (!c)
+			break;
 		if (c == '\\')
 			rep = "\\\\";
 		else if (c == '\n')
 			rep = "\\n";
-		else if (c == '"' && mode != TALLY__EXPORT_ESC_HELP_004)
+		else if (c == '"')
 			rep = "\\\"";
-		else if (mode == TALLY__EXPORT_ESC_JSON && c < 0x20) {
+		else if (c < 0x20) {
 			static const char hex[] = "0123456789abcdef";
 			memcpy(u, "\\u00", 4);
 			u[4] = hex[c >> 4];
@@ -82,16 +125,6 @@ static inline void tally__export_put_escaped(struct tally__export_sink *k, const
 		}
 	}
 	tally__export_put(k, run, (size_t)(s - run));
-}
-
-/* The sample name of f in the Prometheus and OpenMetrics formats: its
- * name, plus _total for counters. */
-static inline void tally__export_put_sample_name(struct tally__export_sink *k,
-						 const struct tally__export_family *f)
-{
-	tally__export_puts(k, f->name);
-	if (f->kind == TALLY_EXPORT_COUNTER)
-		tally__export_put(k, "_total", 6);
 }
 
 /* How many series f has in a row (see struct tally__export_family). */
@@ -154,28 +187,29 @@ static inline void tally__export_write_text(struct tally__export_sink *k, int fm
 					    const struct tally__export_family *f,
 					    const struct tally__export_source *s)
 {
-	int om = fmt == TALLY_EXPORT_OPENMETRICS;
+	int om = fmt == TALLY_EXPORT_OPENMETRICS, counter = f->kind == TALLY_EXPORT_COUNTER;
+	size_t nl = strlen(f->name), r; /* (the sample name: name, _total for counters) */
 	unsigned c;
-	size_t r;
-	tally__export_puts(k, "# HELP ");
-	if (om)
-		tally__export_puts(k, f->name);
-	else
-		tally__export_put_sample_name(k, f);
+	tally__export_put(k, "# HELP ", 7);
+	tally__export_put(k, f->name, nl);
+	if (!om && counter)
+		tally__export_put(k, "_total", 6);
 	tally__export_put(k, " ", 1);
 	tally__export_put_escaped(k, f->help,
 				  om ? TALLY__EXPORT_ESC_QUOTED : TALLY__EXPORT_ESC_HELP_004);
-	tally__export_puts(k, "\n# TYPE ");
-	if (om)
-		tally__export_puts(k, f->name);
+	tally__export_put(k, "\n# TYPE ", 8);
+	tally__export_put(k, f->name, nl);
+	if (!om && counter)
+		tally__export_put(k, "_total", 6);
+	if (counter)
+		tally__export_put(k, " counter\n", 9);
 	else
-		tally__export_put_sample_name(k, f);
-	tally__export_put(k, " ", 1);
-	tally__export_puts(k, f->kind == TALLY_EXPORT_COUNTER ? "counter" : "gauge");
-	tally__export_put(k, "\n", 1);
+		tally__export_put(k, " gauge\n", 7);
 	for (r = 0; r < s->nr_rows; r++) {
 		for (c = 0; c < tally__export_nr_series(f); c++) {
-			tally__export_put_sample_name(k, f);
+			tally__export_put(k, f->name, nl);
+			if (counter)
+				tally__export_put(k, "_total", 6);
 			tally__export_put_labels(k, s, f, r, c, TALLY__EXPORT_ESC_QUOTED);
 			tally__export_put(k, " ", 1);
 			tally__export_put_value(k, f->kind, tally__export_at(s, f, r, c));

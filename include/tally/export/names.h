@@ -201,7 +201,9 @@ static inline int tally__export_check_name(struct tally_export *e, const char *n
 				"metric name '%s' contains a non-base unit (use seconds, "
 				"bytes, meters, grams, joules, celsius)",
 				name, 0);
-		if (tally__export_is_prefixed(w, k))
+		/* (a prefixed unit is 7 letters or more: exa and days, the
+		 * shortest prefix and unit; most words are shorter) */
+		if (k >= 7 && tally__export_is_prefixed(w, k))
 			return tally__export_fail(
 				e, -EINVAL,
 				"metric name '%s' contains a prefixed unit (use "
@@ -266,17 +268,19 @@ static inline char *tally__export_join(const char *a, const char *b, const char 
 	return d;
 }
 
-/* Free what f owns (its name, help and series). */
+/* Free what f owns (its name, help unless help_const, and series). */
 static inline void tally__export_family_free(struct tally__export_family *f)
 {
 	unsigned c;
 	free(f->name);
-	free(f->help);
+	if (!f->help_const)
+		free(f->help);
 	for (c = 0; c < f->nr_cols; c++)
 		free(f->col_labels[c]);
 	free(f->cols);
 	free(f->col_labels);
 	f->name = f->help = NULL;
+	f->help_const = 0;
 	f->cols = NULL;
 	f->col_labels = NULL;
 	f->nr_cols = f->cap_cols = 0;

@@ -89,11 +89,20 @@ static inline int tally__export_index_room(struct tally_export *e, size_t n)
 /*
  * Append source s with its nfam families (names, helps and kinds filled
  * in by the caller) to e, all or nothing. The families' names and helps
- * are checked, and owned by e from here on; on failure they are freed,
- * and so is s. O(nfam) (amortized): names are looked up in e's index.
+ * are checked (a help_const one is valid already; names_checked: the
+ * caller passed every name through tally__export_check_name() itself),
+ * and owned by e from here on; on failure they are freed, and so is s.
+ * Names appearing twice, or already e's, are refused either way.
+ * adopt_cap: 0, or fams is malloc'd with room for adopt_cap >= nfam
+ * families, and e, if it has no family yet, takes it as its family table
+ * (no copy; e->tally__families == fams after the call: the caller must
+ * not free it then). O(nfam) (amortized): names are looked up in e's
+ * index.
  */
-static inline int tally__export_register(struct tally_export *e, struct tally__export_source *s,
-					 struct tally__export_family *fams, unsigned nfam)
+static inline int tally__export_register_ex(struct tally_export *e,
+					    struct tally__export_source *s,
+					    struct tally__export_family *fams, unsigned nfam,
+					    int names_checked, unsigned adopt_cap)
 {
 	unsigned i, indexed = 0, *slot;
 	int err = 0;
@@ -105,8 +114,9 @@ static inline int tally__export_register(struct tally_export *e, struct tally__e
 			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 			break;
 		}
-		err = tally__export_check_name(e, fams[i].name);
-		if (!err)
+		if (!names_checked)
+			err = tally__export_check_name(e, fams[i].name);
+		if (!err && !fams[i].help_const)
 			err = tally__export_check_help(e, fams[i].name, fams[i].help);
 		if (err)
 			break;
@@ -132,7 +142,12 @@ static inline int tally__export_register(struct tally_export *e, struct tally__e
 			e->tally__cap_sources = cap;
 		}
 	}
-	if (!err && e->tally__nr_families + nfam > e->tally__cap_families) {
+	if (!err && adopt_cap && adopt_cap >= nfam && !e->tally__nr_families &&
+	    fams != e->tally__families) {
+		free(e->tally__families);
+		e->tally__families = fams; /* (its families copied onto themselves below) */
+		e->tally__cap_families = adopt_cap;
+	} else if (!err && e->tally__nr_families + nfam > e->tally__cap_families) {
 		unsigned cap = e->tally__cap_families ? 2 * e->tally__cap_families : 8;
 		struct tally__export_family *n;
 		while (cap < e->tally__nr_families + nfam)
@@ -159,11 +174,20 @@ static inline int tally__export_register(struct tally_export *e, struct tally__e
 	s->nr_families = nfam;
 	for (i = 0; i < nfam; i++) {
 		fams[i].source = e->tally__nr_sources;
-		e->tally__families[e->tally__nr_families++] = fams[i];
+		if (&e->tally__families[e->tally__nr_families] != &fams[i])
+			e->tally__families[e->tally__nr_families] = fams[i];
+		e->tally__nr_families++;
 	}
 	e->tally__sources[e->tally__nr_sources++] = *s;
 	e->tally__error[0] = '\0';
 	return 0;
+}
+
+/* tally__export_register_ex(), every name checked here. */
+static inline int tally__export_register(struct tally_export *e, struct tally__export_source *s,
+					 struct tally__export_family *fams, unsigned nfam)
+{
+	return tally__export_register_ex(e, s, fams, nfam, 0, 0);
 }
 
 /* Add series column col with labels (owned from here on) to f. */

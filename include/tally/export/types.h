@@ -15,10 +15,13 @@ struct tally_export;
 struct tally__export_family;
 
 /* Output that counts everything and copies only into a large enough
- * buffer. */
+ * buffer (cap > 0 only with buf); with grow set, buf is malloc'd and
+ * realloc'd, doubled, when a write would not fit (render_alloc's one
+ * pass), grow cleared if that fails (the rest is then counted only). */
 struct tally__export_sink {
 	char *buf;
 	size_t cap, len;
+	int grow;
 };
 
 /* Widened state of one counter series. */
@@ -67,6 +70,10 @@ struct tally__export_family {
 	unsigned column;       /* offset of its value in a row (nr_cols 0) */
 	unsigned char kind;    /* enum tally_export_kind */
 	unsigned char in_stat; /* rendered in TALLY_EXPORT_STAT */
+	/* help is a string constant of the library's, valid UTF-8 within
+	 * TALLY_EXPORT_HELP_MAX: not owned (never freed), not checked by
+	 * registering; 0: help is malloc'd and owned. */
+	unsigned char help_const;
 	unsigned nr_cols, cap_cols;
 	unsigned *cols;
 	char **col_labels;

@@ -293,7 +293,10 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 	for (i = 0; i < n && s.kinds; i++) /* (a histogram's item: no counter) */
 		if (s.kinds[i] == TALLY__SHM_EXPORT_HIST)
 			s.kinds[i] = (unsigned char)TALLY_EXPORT_GAUGE;
-	/* Helps by kind; a help the replaced sources' family had, kept. */
+	/* Helps by kind; a help the replaced sources' family had, kept.
+	 * A counter's or gauge's constant help is pointed to, not copied
+	 * (help_const: 100,000 families, no malloc each); a histogram
+	 * family's, and one given (tally_export_set_help()), are copied. */
 	for (j = 0; !err && j < nfam; j++) {
 		unsigned k = snap->v[fams[j].column].kind;
 		const char *help = k == TALLY_SHM_COUNTER ? "tally shared counter"
@@ -302,9 +305,17 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 							  : "tally per-process gauge, summed over the "
 							    "live processes";
 		long f = own >= 0 ? tally__export_find(e, fams[j].name) : -1;
+		int cst = fams[j].kind != TALLY__SHM_EXPORT_HIST;
 		char *d;
-		if (tally__shm_export_mine(e, f, r))
+		if (tally__shm_export_mine(e, f, r)) {
 			help = e->tally__families[f].help;
+			cst = cst && e->tally__families[f].help_const;
+		}
+		if (cst) {
+			fams[j].help = (char *)(uintptr_t)help;
+			fams[j].help_const = 1;
+			continue;
+		}
 		d = tally__export_strdup(help);
 		if (!d)
 			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
@@ -366,18 +377,21 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 		tally__shm_export_drop_all(e, r);
 	}
 	free(hidden);
-	/* (registered even with no family: it remembers the objects seen) */
-	err = tally__export_register(e, &s, fams, ncf);
+	/* (registered even with no family: it remembers the objects seen;
+	 * every name passed tally__export_check_name() in the pick; an e
+	 * with no other family takes fams as its table, room for all) */
+	err = tally__export_register_ex(e, &s, fams, ncf, 1, (unsigned)m);
 	for (j = 0; j < nhf; j++) {
 		if (err) {
 			tally__export_family_free(&fams[ncf + j]);
 			tally__export_source_free(&hs[j]);
 			continue;
 		}
-		err = tally__export_register(e, &hs[j], &fams[ncf + j], 1);
+		err = tally__export_register_ex(e, &hs[j], &fams[ncf + j], 1, 1, 0);
 	}
 	free(hs);
-	free(fams);
+	if (fams != e->tally__families)
+		free(fams);
 	return err;
 }
 
