@@ -4,7 +4,9 @@
  * texts and label values; a buffer too small (-ENOSPC, the size needed,
  * the buffer untouched); bad names, help texts and group names rejected
  * with a message; widening across a 2^W wrap (the w32 build wraps at 2^32)
- * and a decrement held, never a jump; content negotiation.
+ * and a decrement held, never a jump; streamed renders (render_write: the
+ * bytes of render, below and far past its buffer; an output error stops
+ * it); content negotiation.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -728,6 +730,237 @@ Test(export, tree_deep_chain)
 		cr_assert_eq(tally_group_destroy(g[i]), 0);
 	free(g);
 	tally_tree_destroy(t);
+}
+
+/* ---- streamed renders ------------------------------------------------------ */
+
+/* What tally_export_render_write handed out: the bytes, the calls and the
+ * longest piece; the call fail_at (from 1; 0: none) returns fail_with, and
+ * no call may come after it. */
+struct streamed {
+	char *buf;
+	size_t len, cap, longest;
+	unsigned calls, fail_at;
+	int fail_with;
+};
+
+static int stream_out(void *ctx, const char *buf, size_t len)
+{
+	struct streamed *s = (struct streamed *)ctx;
+	s->calls++;
+	cr_assert(buf && len > 0, "an empty piece");
+	cr_assert(!s->fail_at || s->calls <= s->fail_at, "a call after the error");
+	if (len > s->longest)
+		s->longest = len;
+	if (s->fail_at == s->calls)
+		return s->fail_with;
+	if (s->len + len > s->cap) {
+		s->cap = 2 * (s->len + len);
+		s->buf = (char *)realloc(s->buf, s->cap);
+		cr_assert(s->buf);
+	}
+	memcpy(s->buf + s->len, buf, len);
+	s->len += len;
+	return 0;
+}
+
+/* e's output in fmt, streamed, is tally_export_render's, byte for byte, in
+ * pieces of at most 64 KiB; its length (*calls: the pieces). */
+static size_t same_streamed(struct tally_export *e, int fmt, unsigned *calls)
+{
+	struct streamed s;
+	size_t need = 0, len = 0;
+	char *want;
+	int err;
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(tally_export_render(e, fmt, NULL, 0, &need), -ENOSPC);
+	want = (char *)malloc(need);
+	cr_assert(want);
+	cr_assert_eq(tally_export_render(e, fmt, want, need, &len), 0);
+	err = tally_export_render_write(e, fmt, stream_out, &s);
+	cr_assert_eq(err, 0, "format %d: %d %s", fmt, err, tally_export_error(e));
+	cr_expect_eq(s.len, len, "format %d: %zu bytes streamed, %zu rendered", fmt, s.len, len);
+	cr_expect(s.len == len && (!len || !memcmp(s.buf, want, len)), "format %d: other bytes",
+		  fmt);
+	cr_expect_leq(s.longest, 65536);
+	cr_expect(len || !s.calls, "format %d: a call for nothing", fmt);
+	free(want);
+	free(s.buf);
+	*calls = s.calls;
+	return len;
+}
+
+Test(export, render_write_small_every_format)
+{
+	static const char *const items[] = {"hits"};
+	struct tally_counter c, g;
+	struct tally_vec v;
+	struct names ns;
+	struct tally_tree *t = tally_tree_create(1);
+	struct tally_group *a;
+	char n0[64], n1[64];
+	const char *vn[2];
+	const char *p0[] = {"path", "a\\b \"q\"\nx \xc3\xa9", NULL}, *p1[] = {"path", "/", NULL};
+	unsigned calls;
+	int fmt;
+	/* Empty: Prometheus is nothing (no call), OpenMetrics "# EOF\n". */
+	for (fmt = TALLY_EXPORT_PROMETHEUS; fmt <= TALLY_EXPORT_JSON; fmt++)
+		cr_expect_eq(same_streamed(&E, fmt, &calls) == 0, fmt == TALLY_EXPORT_PROMETHEUS ||
+								 fmt == TALLY_EXPORT_STAT);
+	memset(&ns, 0, sizeof(ns));
+	cr_assert(t);
+	a = named(&ns, tally_tree_root(t), "a");
+	tally_group_mod(a, 0, 3);
+	cr_assert_eq(tally_counter_init(&c, 0, 0), 0);
+	cr_assert_eq(tally_counter_init(&g, 0, 0), 0);
+	cr_assert_eq(tally_vec_init(&v, 2, 0), 0);
+	tally_counter_add(&c, 42);
+	tally_counter_add(&g, -7);
+	tally_vec_mod(&v, 0, 5);
+	tally_vec_mod(&v, 1, 6);
+	cr_assert(!tally_export_name(n0, sizeof(n0), "req", p0) &&
+		  !tally_export_name(n1, sizeof(n1), "req", p1));
+	vn[0] = n0;
+	vn[1] = n1;
+	cr_assert_eq(tally_export_add_counter(&E, "requests", "a\\b \"q\"\nnext\ttab", &c,
+					      TALLY_EXPORT_COUNTER), 0);
+	cr_assert_eq(tally_export_add_counter(&E, "depth", NULL, &g, TALLY_EXPORT_GAUGE), 0);
+	cr_assert_eq(tally_export_add_vec(&E, "v", &v, vn, NULL, NULL), 0, "%s",
+		     tally_export_error(&E));
+	cr_assert_eq(tally_export_add_tree(&E, t, &(struct tally_export_tree_opts){.prefix = "cg",
+					   .names = items, .name_fn = group_name, .name_arg = &ns,
+					   .flags = TALLY_EXPORT_TREE_FLUSH}), 0);
+	for (fmt = TALLY_EXPORT_PROMETHEUS; fmt <= TALLY_EXPORT_JSON; fmt++) {
+		size_t len = same_streamed(&E, fmt, &calls);
+		cr_expect(len > 50 && len < 65536 && calls == 1, "format %d: %zu bytes, %u calls",
+			  fmt, len, calls);
+	}
+	tally_export_destroy(&E);
+	tally_export_init(&E);
+	cr_assert_eq(tally_group_destroy(a), 0);
+	tally_tree_destroy(t);
+	tally_counter_destroy(&c);
+	tally_counter_destroy(&g);
+	tally_vec_destroy(&v);
+}
+
+enum { BIG_ITEMS = 4000 };
+
+/* E with output of megabytes in every format: BIG_ITEMS vector items, a
+ * quarter families of their own with long helps, the others series of
+ * one labelled family (escaped values), and a counter whose help is the
+ * longest there is, all backslashes, newlines and tabs. */
+static void big_exporter(struct tally_vec *v, struct tally_counter *c, char **help)
+{
+	static char names[BIG_ITEMS][160], helps[BIG_ITEMS / 4][240];
+	static const char *vn[BIG_ITEMS], *vh[BIG_ITEMS];
+	unsigned i;
+	cr_assert_eq(tally_vec_init(v, BIG_ITEMS, 0), 0);
+	cr_assert_eq(tally_counter_init(c, 0, 0), 0);
+	for (i = 0; i < BIG_ITEMS; i++) {
+		char num[16];
+		const char *pairs[] = {"code", num, "path",
+				       "a\\b \"q\"\nx \xc3\xa9 ........................................",
+				       NULL};
+		snprintf(num, sizeof(num), "%u", i);
+		vh[i] = NULL;
+		if (i % 4) {
+			cr_assert_eq(tally_export_name(names[i], sizeof(names[i]), "lab", pairs), 0);
+		} else {
+			snprintf(names[i], sizeof(names[i]), "fam%u", i);
+			snprintf(helps[i / 4], sizeof(helps[i / 4]),
+				 "Family %u: \\ \"quoted\"\n\tand \xc3\xa9 ...................."
+				 "..................................................", i);
+			vh[i] = helps[i / 4];
+		}
+		vn[i] = names[i];
+		tally_vec_mod(v, i, (tally_sword)i * 7 - 3);
+	}
+	*help = (char *)malloc(TALLY_EXPORT_HELP_MAX + 1);
+	cr_assert(*help);
+	for (i = 0; i < TALLY_EXPORT_HELP_MAX; i++)
+		(*help)[i] = "\\\n\tx"[i % 4];
+	(*help)[TALLY_EXPORT_HELP_MAX] = '\0';
+	cr_assert_eq(tally_export_add_vec(&E, "big", v, vn, vh, NULL), 0, "%s",
+		     tally_export_error(&E));
+	cr_assert_eq(tally_export_add_counter(&E, "escapes", *help, c, TALLY_EXPORT_COUNTER), 0,
+		     "%s", tally_export_error(&E));
+}
+
+Test(export, render_write_large_every_format)
+{
+	struct tally_vec v;
+	struct tally_counter c;
+	char *help;
+	unsigned calls;
+	int fmt;
+	big_exporter(&v, &c, &help);
+	for (fmt = TALLY_EXPORT_PROMETHEUS; fmt <= TALLY_EXPORT_JSON; fmt++) {
+		size_t len = same_streamed(&E, fmt, &calls);
+		cr_expect(len > 2 * 65536 && calls > 2 && calls >= len / 65536,
+			  "format %d: %zu bytes, %u calls", fmt, len, calls);
+	}
+	tally_export_destroy(&E);
+	tally_export_init(&E);
+	tally_vec_destroy(&v);
+	tally_counter_destroy(&c);
+	free(help);
+}
+
+/* An output call's error stops the render (no call after it) and is
+ * returned; the pieces before it are the output's start. */
+Test(export, render_write_error_stops)
+{
+	struct tally_vec v;
+	struct tally_counter c;
+	struct streamed s;
+	char *help, *all = NULL;
+	size_t len = 0;
+	big_exporter(&v, &c, &help);
+	cr_assert_eq(tally_export_render_alloc(&E, TALLY_EXPORT_OPENMETRICS, &all, &len), 0);
+	memset(&s, 0, sizeof(s));
+	s.fail_at = 3;
+	s.fail_with = -EPIPE;
+	cr_expect_eq(tally_export_render_write(&E, TALLY_EXPORT_OPENMETRICS, stream_out, &s),
+		     -EPIPE);
+	cr_expect(s.calls == 3 && s.len > 65536 && s.len < len && !memcmp(s.buf, all, s.len));
+	cr_expect(strstr(tally_export_error(&E), "the output call returned -") != NULL, "%s",
+		  tally_export_error(&E));
+	free(s.buf);
+	/* The first call failing, with a positive value: that value. */
+	memset(&s, 0, sizeof(s));
+	s.fail_at = 1;
+	s.fail_with = 7;
+	cr_expect_eq(tally_export_render_write(&E, TALLY_EXPORT_JSON, stream_out, &s), 7);
+	cr_expect(s.calls == 1 && s.len == 0);
+	free(s.buf);
+	/* The last piece (the one flushed at the end) failing. */
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(tally_export_render_write(&E, TALLY_EXPORT_OPENMETRICS, stream_out, &s), 0);
+	s.fail_at = s.calls;
+	s.fail_with = -EIO;
+	s.calls = 0;
+	s.len = 0;
+	cr_expect_eq(tally_export_render_write(&E, TALLY_EXPORT_OPENMETRICS, stream_out, &s), -EIO);
+	cr_expect(s.calls == s.fail_at && s.len < len && !memcmp(s.buf, all, s.len));
+	free(s.buf);
+	memset(&s, 0, sizeof(s)); /* bad arguments: nothing called */
+	cr_expect_eq(tally_export_render_write(NULL, 0, stream_out, &s), -EINVAL);
+	cr_expect_eq(tally_export_render_write(&E, 9, stream_out, &s), -EINVAL);
+	cr_expect(strstr(tally_export_error(&E), "unknown format") != NULL);
+	cr_expect_eq(tally_export_render_write(&E, 0, NULL, &s), -EINVAL);
+	cr_expect_eq(s.calls, 0);
+	/* And a render after a failed one is whole. */
+	memset(&s, 0, sizeof(s));
+	cr_expect_eq(tally_export_render_write(&E, TALLY_EXPORT_OPENMETRICS, stream_out, &s), 0);
+	cr_expect(s.len == len && !memcmp(s.buf, all, len));
+	free(s.buf);
+	free(all);
+	tally_export_destroy(&E);
+	tally_export_init(&E);
+	tally_vec_destroy(&v);
+	tally_counter_destroy(&c);
+	free(help);
 }
 
 /* ---- negotiation ---------------------------------------------------------- */

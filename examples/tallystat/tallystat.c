@@ -28,7 +28,8 @@
  *               objects created later are added within a second
  * Exit: 0; 1 the region cannot be read (the reason on stderr: missing,
  * corrupted, incompatible, truncated, or a histogram whose records never
- * paused long enough for a read-only cut: tally/shm/cut.h); 2 usage.
+ * paused long enough for a read-only cut: tally/shm/cut.h), or (prometheus,
+ * openmetrics) stdout cannot be written; 2 usage.
  */
 #define _GNU_SOURCE
 #include <tally/shm.h>
@@ -37,6 +38,7 @@
 #  include <tally/serve.h>
 #endif
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,24 @@ static void on_bus(int sig)
 	if (write(2, m, sizeof(m) - 1) < 0)
 		_exit(1);
 	_exit(1);
+}
+
+/* tally_export_render_write's output: all of buf to fd 1 (short writes
+ * and EINTR retried); 0, or the errno, also left at *(int *)ctx. */
+static int put_stdout(void *ctx, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(1, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			*(int *)ctx = n < 0 ? errno : EIO;
+			return *(int *)ctx;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
 static double now(void)
@@ -360,9 +380,8 @@ int main(int argc, char **argv)
 	for (;;) {
 		double t = now();
 		if (fmt == F_PROM || fmt == F_OM) {
-			char *out = NULL;
-			size_t len = 0;
 			unsigned before = skipped;
+			int werr = 0;
 			if (tally_shm_export_add(&e, r, &skipped)) {
 				fprintf(stderr, "tallystat: %s: %s\n", where, tally_shm_error(r));
 				return 1;
@@ -370,15 +389,22 @@ int main(int argc, char **argv)
 			if (skipped > before)
 				fprintf(stderr, "tallystat: %u object(s) not exported: %s\n",
 					skipped - before, tally_export_error(&e));
-			if (tally_export_render_alloc(&e, fmt == F_OM ? TALLY_EXPORT_OPENMETRICS
-								  : TALLY_EXPORT_PROMETHEUS,
-						      &out, &len)) {
-				fprintf(stderr, "tallystat: %s: %s\n", where, tally_export_error(&e));
+			/* Streamed to stdout through one 64 KiB buffer (the
+			 * values all read first: a bad region prints nothing). */
+			fflush(stdout);
+			if (tally_export_render_write(&e, fmt == F_OM ? TALLY_EXPORT_OPENMETRICS
+								      : TALLY_EXPORT_PROMETHEUS,
+						      put_stdout, &werr)) {
+				if (werr)
+					fprintf(stderr, "tallystat: writing the output: %s\n",
+						strerror(werr));
+				else
+					fprintf(stderr, "tallystat: %s: %s\n", where,
+						tally_export_error(&e));
+				tally_export_destroy(&e);
+				tally_shm_close(r);
 				return 1;
 			}
-			fwrite(out, 1, len, stdout);
-			fflush(stdout);
-			free(out);
 		} else {
 			if (tally_shm_snapshot(r, &snap[cur])) {
 				fprintf(stderr, "tallystat: %s: %s\n", where, tally_shm_error(r));

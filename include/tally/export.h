@@ -13,6 +13,7 @@
  *   size_t len;
  *   int err = tally_export_render(&e, TALLY_EXPORT_OPENMETRICS, buf, sizeof(buf), &len);
  *   // -ENOSPC: len is the size needed (with the NUL); buf untouched
+ *   // or streamed through 64 KiB: tally_export_render_write(&e, fmt, out, ctx)
  *   tally_export_destroy(&e);
  *
  * The update path is untouched: the exporter only reads, at render time,
@@ -89,7 +90,8 @@
  *   tally/export/widen.h    widening counters to 64 bits
  *   tally/export/sources.h  registering and freeing sources, collecting
  *                           counters' and vectors' values at render time
- *   tally/export/formats.h  escaping and the writers of the four formats
+ *   tally/export/formats.h  escaping, the writers of the four formats,
+ *                           the streamed render's buffer
  * Trees add their source in <tally/export_rstat.h>.
  */
 #ifndef TALLY_EXPORT_H
@@ -453,10 +455,9 @@ static inline int tally_export_name(char *buf, size_t size, const char *family,
 			if (!strcmp(pairs[j], l))
 				return -EINVAL;
 	}
+	memset(&k, 0, sizeof(k));
 	k.buf = buf;
 	k.cap = size;
-	k.len = 0;
-	k.grow = 0;
 	tally__export_puts(&k, family);
 	for (i = 0; pairs && pairs[i]; i += 2) {
 		if (!pairs[i + 1][0])
@@ -510,10 +511,7 @@ static inline int tally_export_render(struct tally_export *e, int fmt, char *buf
 	err = tally__export_collect_all(e);
 	if (err)
 		return err;
-	k.buf = NULL;
-	k.cap = 0;
-	k.len = 0;
-	k.grow = 0;
+	memset(&k, 0, sizeof(k));
 	tally__export_write(e, fmt, &k);
 	if (k.len + 1 > size) {
 		if (len)
@@ -553,11 +551,11 @@ static inline int tally_export_render_alloc(struct tally_export *e, int fmt, cha
 	/* One pass into a buffer the size of the last render plus slack,
 	 * doubled as the output outgrows it; a second pass, into a buffer of
 	 * the size counted, only if growing it failed. */
+	memset(&k, 0, sizeof(k));
 	k.cap = e->tally__last_len + e->tally__last_len / 8 + 4096;
 	k.buf = (char *)malloc(k.cap);
 	if (!k.buf)
 		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
-	k.len = 0;
 	k.grow = 1;
 	tally__export_write(e, fmt, &k);
 	tally__export_put(&k, "", 1); /* the NUL */
@@ -575,13 +573,42 @@ static inline int tally_export_render_alloc(struct tally_export *e, int fmt, cha
 	k.len--; /* (not counting the NUL) */
 	if (k.cap - k.len > k.cap / 4 + 4096) { /* doubled past it: give the rest back */
 		char *b = (char *)realloc(k.buf, k.len + 1);
-		k.buf = b ? b : k.buf;
+		if (b)
+			k.buf = b;
 	}
 	e->tally__last_len = k.len;
 	*out = k.buf;
 	if (len)
 		*len = k.len;
 	return 0;
+}
+
+/**
+ * tally_export_render_write - as tally_export_render, streamed: the output
+ * (no NUL) goes to out(ctx, buf, len) in pieces of 1 to 64 KiB (longer
+ * only for one string longer than that), in order, through one 64 KiB
+ * buffer: a render of megabytes is never held whole. out returns 0 to
+ * go on; any other value (a negative errno, say) stops the render: no
+ * more calls, and that value is returned. The values are all collected
+ * before the first call, so a failure of the render itself (a corrupted
+ * region, a bad tree) comes before any output.
+ * @return 0; out's first nonzero value; -EINVAL (NULL e or out, a bad
+ *         format, a bad group name or path in a tree; see
+ *         tally_export_error()), -E2BIG or -ENOMEM, before any call of out.
+ * Not beside other calls on e; the rendered objects may be updated
+ * meanwhile.
+ */
+static inline int tally_export_render_write(struct tally_export *e, int fmt,
+					    int (*out)(void *ctx, const char *buf, size_t len),
+					    void *ctx)
+{
+	if (tally__bad(!e))
+		return -EINVAL;
+	if (fmt < TALLY_EXPORT_PROMETHEUS || fmt > TALLY_EXPORT_JSON)
+		return tally__export_fail(e, -EINVAL, "unknown format %u", NULL, (unsigned)fmt);
+	if (!out)
+		return tally__export_fail(e, -EINVAL, "the output call is NULL", NULL, 0);
+	return tally__export_render_write(e, fmt, out, ctx);
 }
 
 /* ---- HTTP ---------------------------------------------------------------- */

@@ -24,6 +24,7 @@
  *   - export (tally/shm/export.h): Prometheus histograms with the fixed
  *     le set (exact lines), labelled families, members of other buckets
  *     and name clashes skipped, helps kept across a rebuild, JSON;
+ *     every render also streamed (render_write): the same bytes;
  *     histograms alone into an empty exporter (it takes their family
  *     table), and again when a member joins.
  */
@@ -632,12 +633,36 @@ static void hostile(void)
 	tally_shm_close(r);
 }
 
+/* tally_export_render_write's pieces, appended at *(struct streamed *)ctx. */
+struct streamed {
+	char *b;
+	size_t len;
+};
+
+static int streamed(void *ctx, const char *buf, size_t len)
+{
+	struct streamed *s = (struct streamed *)ctx;
+	char *nb = (char *)realloc(s->b, s->len + len);
+	if (!nb)
+		return -ENOMEM;
+	memcpy(nb + s->len, buf, len);
+	s->b = nb;
+	s->len += len;
+	return 0;
+}
+
+/* e's output in fmt (render_alloc); streamed (render_write), the same. */
 static char *render(struct tally_export *e, int fmt)
 {
+	struct streamed s = {NULL, 0};
 	char *out = NULL;
 	size_t len = 0;
 	int err = tally_export_render_alloc(e, fmt, &out, &len);
 	CHECK(err == 0, "render: %d %s", err, tally_export_error(e));
+	err = tally_export_render_write(e, fmt, streamed, &s);
+	CHECK(!err && out && s.len == len && (!len || !memcmp(s.b, out, len)),
+	      "render_write: %d %s (%zu bytes)", err, tally_export_error(e), s.len);
+	free(s.b);
 	return out;
 }
 

@@ -14,7 +14,7 @@
  *     growing after its first export, kind conflicts and duplicate series
  *     skipped; an exporter with nothing else taking the region's family
  *     table, helps kept across rebuilds, render_alloc's one growing pass
- *     the same bytes as tally_export_render.
+ *     and render_write's stream the same bytes as tally_export_render.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -304,6 +304,26 @@ static void names(void)
 	tally_shm_close(r);
 }
 
+/* tally_export_render_write's pieces, appended at *(struct streamed *)ctx. */
+struct streamed {
+	char *b;
+	size_t len;
+	unsigned calls;
+};
+
+static int streamed(void *ctx, const char *buf, size_t len)
+{
+	struct streamed *s = (struct streamed *)ctx;
+	char *nb = (char *)realloc(s->b, s->len + len);
+	if (!nb)
+		return -ENOMEM;
+	memcpy(nb + s->len, buf, len);
+	s->b = nb;
+	s->len += len;
+	s->calls++;
+	return 0;
+}
+
 /* Render a region's Prometheus text through e. */
 static char *render(struct tally_export *e)
 {
@@ -437,6 +457,14 @@ static void exported_alone(void)
 	CHECK_EQ(tally_export_render_alloc(&e, TALLY_EXPORT_OPENMETRICS, &out, &len2), 0);
 	CHECK(buf && out && len2 == len && !memcmp(buf, out, len + 1), "the second render_alloc");
 	free(out);
+	{
+		/* Streamed (render_write): the same bytes. */
+		struct streamed s = {NULL, 0, 0};
+		CHECK_EQ(tally_export_render_write(&e, TALLY_EXPORT_OPENMETRICS, streamed, &s), 0);
+		CHECK(buf && s.b && s.len == len && s.calls == 1 && !memcmp(buf, s.b, len),
+		      "render_write: %zu bytes in %u calls", s.len, s.calls);
+		free(s.b);
+	}
 	free(buf);
 	tally_export_destroy(&e);
 	tally_counter_destroy(&mine);

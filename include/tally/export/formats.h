@@ -1,7 +1,8 @@
 /**
  * @file
  * tally/export/formats.h - the renderers (private; include <tally/export.h>):
- * output that counts what it would write, escaping, and one writer per
+ * output that counts what it would write (or grows, or is handed on as a
+ * fixed buffer fills: render_write), escaping, and one writer per
  * format: Prometheus text 0.0.4, OpenMetrics 1.0, memory.stat-like text
  * and JSON.
  */
@@ -30,15 +31,49 @@ static inline int tally__export_sink_grow(struct tally__export_sink *k, size_t n
 	return 0;
 }
 
+/* Hand k's pending bytes to its flush (nothing after an error; err kept). */
+static inline int tally__export_sink_flush(struct tally__export_sink *k)
+{
+	if (!k->err && k->len)
+		k->err = k->flush(k->ctx, k->buf, k->len);
+	k->len = 0;
+	if (k->err)
+		k->cap = 0; /* every write from here on comes to _more, dropped */
+	return k->err;
+}
+
+/* A write that does not fit in k's buffer (len + n > cap): grown into
+ * (grow), handed on (flush), or counted only. */
+TALLY__COLD void tally__export_put_more(struct tally__export_sink *k, const char *s, size_t n)
+{
+	if (k->flush) {
+		if (tally__export_sink_flush(k))
+			return;
+		if (n > k->cap) { /* longer than the buffer: handed on as it is */
+			if ((k->err = k->flush(k->ctx, s, n)) != 0)
+				k->cap = 0;
+			return;
+		}
+		memcpy(k->buf, s, n);
+		k->len = n;
+		return;
+	}
+	if (k->grow && !tally__export_sink_grow(k, n))
+		memcpy(k->buf + k->len, s, n);
+	k->len += n;
+}
+
 TALLY__INLINE void tally__export_put(struct tally__export_sink *k, const char *s, size_t n)
 {
 	if (k->len + n <= k->cap) {
 		if (n) /* (cap may be 0 with no buf) */
 			memcpy(k->buf + k->len, s, n);
-	} else if (k->grow && !tally__export_sink_grow(k, n)) {
-		memcpy(k->buf + k->len, s, n);
+		k->len += n;
+	} else if (!k->buf) {
+		k->len += n; /* counted only */
+	} else {
+		tally__export_put_more(k, s, n);
 	}
-	k->len += n;
 }
 
 TALLY__INLINE void tally__export_puts(struct tally__export_sink *k, const char *s)
@@ -270,14 +305,15 @@ static inline void tally__export_write_json(struct tally__export_sink *k,
 	tally__export_puts(k, "]}");
 }
 
-/* Every family of e in format fmt (checked) into k. */
+/* Every family of e in format fmt (checked) into k (stopped after the
+ * family where k's flush failed). */
 static inline void tally__export_write(const struct tally_export *e, int fmt,
 				       struct tally__export_sink *k)
 {
 	unsigned i;
 	if (fmt == TALLY_EXPORT_JSON)
 		tally__export_puts(k, "{\"families\":[");
-	for (i = 0; i < e->tally__nr_families; i++) {
+	for (i = 0; i < e->tally__nr_families && !k->err; i++) {
 		const struct tally__export_family *f = &e->tally__families[i];
 		const struct tally__export_source *s = &e->tally__sources[f->source];
 		if (s->write) {
@@ -305,6 +341,35 @@ static inline void tally__export_write(const struct tally_export *e, int fmt,
 		tally__export_puts(k, "# EOF\n");
 	else if (fmt == TALLY_EXPORT_JSON)
 		tally__export_puts(k, "]}\n");
+}
+
+/* tally_export_render_write's buffer, in bytes. */
+#define TALLY__EXPORT_WRITE_BUF 65536
+
+/* tally_export_render_write (e, fmt and out checked): e's output through
+ * one TALLY__EXPORT_WRITE_BUF buffer, handed to out as it fills. */
+static inline int tally__export_render_write(struct tally_export *e, int fmt,
+					     int (*out)(void *ctx, const char *buf, size_t len),
+					     void *ctx)
+{
+	struct tally__export_sink k;
+	int err = tally__export_collect_all(e);
+	if (err)
+		return err;
+	memset(&k, 0, sizeof(k));
+	k.buf = (char *)malloc(TALLY__EXPORT_WRITE_BUF);
+	if (!k.buf)
+		return tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+	k.cap = TALLY__EXPORT_WRITE_BUF;
+	k.flush = out;
+	k.ctx = ctx;
+	tally__export_write(e, fmt, &k);
+	err = tally__export_sink_flush(&k);
+	free(k.buf);
+	if (err)
+		tally__export_fail(e, err, "the output call returned %s%u", err < 0 ? "-" : "",
+				   err < 0 ? 0u - (unsigned)err : (unsigned)err);
+	return err;
 }
 
 #endif /* TALLY_EXPORT_FORMATS_H */

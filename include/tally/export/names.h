@@ -268,11 +268,13 @@ static inline char *tally__export_join(const char *a, const char *b, const char 
 	return d;
 }
 
-/* Free what f owns (its name, help unless help_const, and series). */
+/* Free what f owns (its name unless name_const, help unless help_const,
+ * and series). */
 static inline void tally__export_family_free(struct tally__export_family *f)
 {
 	unsigned c;
-	free(f->name);
+	if (!f->name_const)
+		free(f->name);
 	if (!f->help_const)
 		free(f->help);
 	for (c = 0; c < f->nr_cols; c++)
@@ -280,7 +282,7 @@ static inline void tally__export_family_free(struct tally__export_family *f)
 	free(f->cols);
 	free(f->col_labels);
 	f->name = f->help = NULL;
-	f->help_const = 0;
+	f->help_const = f->name_const = 0;
 	f->cols = NULL;
 	f->col_labels = NULL;
 	f->nr_cols = f->cap_cols = 0;

@@ -17,11 +17,20 @@ struct tally__export_family;
 /* Output that counts everything and copies only into a large enough
  * buffer (cap > 0 only with buf); with grow set, buf is malloc'd and
  * realloc'd, doubled, when a write would not fit (render_alloc's one
- * pass), grow cleared if that fails (the rest is then counted only). */
+ * pass), grow cleared if that fails (the rest is then counted only).
+ * With flush set (render_write), buf is a fixed buffer of cap bytes whose
+ * len bytes are handed to flush(ctx, ...) when a write would not fit
+ * (and at the end: tally__export_sink_flush()), len then back to 0; a
+ * write longer than cap goes to flush as it is. flush's first nonzero
+ * return is kept in err, and nothing is written after it. Set up with
+ * every field zero but those it uses. */
 struct tally__export_sink {
 	char *buf;
 	size_t cap, len;
 	int grow;
+	int err;
+	int (*flush)(void *ctx, const char *buf, size_t len);
+	void *ctx;
 };
 
 /* Widened state of one counter series. */
@@ -74,6 +83,11 @@ struct tally__export_family {
 	 * TALLY_EXPORT_HELP_MAX: not owned (never freed), not checked by
 	 * registering; 0: help is malloc'd and owned. */
 	unsigned char help_const;
+	/* name is not owned (never freed with the family): it lies in a
+	 * block its source owns (a region's family names, one allocation,
+	 * tally/shm/pick.h), freed with that source; 0: name is malloc'd
+	 * and owned. */
+	unsigned char name_const;
 	unsigned nr_cols, cap_cols;
 	unsigned *cols;
 	char **col_labels;

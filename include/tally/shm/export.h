@@ -70,6 +70,7 @@ struct tally__shm_export {
 	size_t n;
 	tally_uword *raw;     /* [n] */
 	unsigned char *alive; /* [the region's process rows] */
+	char *names;          /* its families' names (name_const: freed here) */
 };
 
 static inline void tally__shm_export_release(struct tally__export_source *s)
@@ -78,6 +79,7 @@ static inline void tally__shm_export_release(struct tally__export_source *s)
 	if (x) {
 		free(x->raw);
 		free(x->alive);
+		free(x->names);
 		free(x);
 	}
 	s->priv = NULL;
@@ -287,9 +289,11 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	if (!err && own >= 0)
 		old_n = ((const struct tally__shm_export *)e->tally__sources[own].priv)->n;
+	/* (the families' names: one block, x->names, freed with s after
+	 * them, whichever way they go) */
 	if (!err)
-		err = tally__shm_export_pick(e, snap->v, n, r, s.kinds, hidden, old_n, skipped,
-					     fams, &nfam);
+		err = tally__shm_export_pick(e, snap, r, s.kinds, hidden, old_n, skipped, fams,
+					     &nfam, &x->names);
 	for (i = 0; i < n && s.kinds; i++) /* (a histogram's item: no counter) */
 		if (s.kinds[i] == TALLY__SHM_EXPORT_HIST)
 			s.kinds[i] = (unsigned char)TALLY_EXPORT_GAUGE;
@@ -325,9 +329,20 @@ static inline int tally__shm_export_source(struct tally_export *e, struct tally_
 		}
 	}
 	/* Counters' and gauges' families first (one source), then one
-	 * source per histogram family (moved to the end of fams). */
-	for (j = 0; !err && j < nfam; j++)
-		nhf += fams[j].kind == TALLY__SHM_EXPORT_HIST;
+	 * source per histogram family (moved to the end of fams), which owns
+	 * its name (a copy: not in s's block). */
+	for (j = 0; !err && j < nfam; j++) {
+		char *d;
+		if (fams[j].kind != TALLY__SHM_EXPORT_HIST)
+			continue;
+		nhf++;
+		if (!(d = tally__export_strdup(fams[j].name))) {
+			err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+			break;
+		}
+		fams[j].name = d;
+		fams[j].name_const = 0;
+	}
 	if (!err && nhf) {
 		struct tally__export_family *hf =
 			(struct tally__export_family *)malloc(nhf * sizeof(*hf));

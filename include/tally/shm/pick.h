@@ -49,6 +49,7 @@ struct tally__shm_export_list {
 	struct tally__shm_export_obj *v;
 	size_t n;
 	char *names;
+	size_t names_len; /* bytes used at names: each name and its NUL */
 	uint64_t *buf;
 	size_t buf_cap;
 };
@@ -119,6 +120,7 @@ static inline int tally__shm_export_list_get(struct tally_shm *r, struct tally__
 	}
 	for (i = 0; i < l->n; i++)
 		l->v[i].name = l->names + l->v[i].name_at;
+	l->names_len = used;
 	if (err)
 		tally__shm_export_list_free(l);
 	return err;
@@ -128,9 +130,9 @@ static inline int tally__shm_export_list_get(struct tally_shm *r, struct tally__
 #define TALLY__SHM_EXPORT_HIST 2
 
 /*
- * Which objects of vals[0..n) the exporter takes (hidden[i] = 0), their
- * kinds (a histogram's: TALLY__SHM_EXPORT_HIST), and the families they
- * make, into fams (room for n; *nfam set):
+ * Which objects of l (vals[0..n)) the exporter takes (hidden[i] = 0),
+ * their kinds (a histogram's: TALLY__SHM_EXPORT_HIST), and the families
+ * they make, into fams (room for n; *nfam set):
  * an object named base{labels} is a series of family base at column i
  * (labels with empty values dropped, as tally__export_parse_labels()
  * gives them); a family of one unlabelled object has no series list,
@@ -140,19 +142,25 @@ static inline int tally__shm_export_list_get(struct tally_shm *r, struct tally__
  * nothing is left for that pass to refuse. The others counted in
  * *skipped when at or past counted_from (e's error says why for the
  * last). r: the region (e's families of r's sources, about to be
- * replaced, are no conflict). On failure nothing is left allocated in
- * fams.
+ * replaced, are no conflict). The families' names lie in one block,
+ * *names (no malloc per family: name_const set; at most l->names_len
+ * bytes, a family's name being a prefix of its first object's), that
+ * the caller owns and frees after the families (with their source). On
+ * failure nothing is left allocated in fams, and *names is NULL.
  */
-static inline int tally__shm_export_pick(struct tally_export *e, const struct tally__shm_export_obj *vals,
-					 size_t n, const struct tally_shm *r, unsigned char *kinds,
+static inline int tally__shm_export_pick(struct tally_export *e,
+					 const struct tally__shm_export_list *l,
+					 const struct tally_shm *r, unsigned char *kinds,
 					 unsigned char *hidden, size_t counted_from,
 					 unsigned *skipped, struct tally__export_family *fams,
-					 unsigned *nfam)
+					 unsigned *nfam, char **names)
 {
+	const struct tally__shm_export_obj *vals = l->v;
 	struct tally__shm_keys fk, sk;
-	size_t cap = 16, i;
+	size_t cap = 16, i, n = l->n, used = 0; /* (bytes of pool taken) */
 	unsigned nf = 0, j;
 	unsigned char *in_sk = NULL; /* family j's first series is in sk */
+	char *pool = (char *)malloc(l->names_len ? l->names_len : 1);
 	int err = 0;
 	while (cap < 2 * n)
 		cap *= 2;
@@ -164,7 +172,8 @@ static inline int tally__shm_export_pick(struct tally_export *e, const struct ta
 	fk.key_len = (size_t *)calloc(n ? n : 1, sizeof(size_t));
 	sk.key_len = (size_t *)calloc(n ? n : 1, sizeof(size_t));
 	in_sk = (unsigned char *)calloc(n ? n : 1, 1);
-	if (!fk.slot || !sk.slot || !fk.key || !sk.key || !fk.key_len || !sk.key_len || !in_sk)
+	if (!fk.slot || !sk.slot || !fk.key || !sk.key || !fk.key_len || !sk.key_len || !in_sk ||
+	    !pool)
 		err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
 	for (i = 0; i < n && !err; i++) {
 		char *labels = NULL, *fam = NULL;
@@ -214,13 +223,17 @@ static inline int tally__shm_export_pick(struct tally_export *e, const struct ta
 			if (!bad && !*slot) {
 				/* A new family: its name checked (a family already
 				 * taken passed these checks), and no series of it
-				 * can be in sk yet. */
-				fam = (char *)malloc(blen + 1);
-				if (!fam) {
+				 * can be in sk yet. Its name goes to the pool (taken
+				 * there only if the family is): the names before
+				 * it took at most their objects' bytes, so there is
+				 * room (the check only guards that sum). */
+				if (used + blen + 1 > l->names_len) {
 					free(labels);
-					err = tally__export_fail(e, -ENOMEM, "out of memory", NULL, 0);
+					err = tally__export_fail(e, -EINVAL, "'%s': a family name past "
+								 "the names copied", vals[i].name, 0);
 					break;
 				}
+				fam = pool + used;
 				memcpy(fam, vals[i].name, blen);
 				fam[blen] = '\0';
 				bad = tally__export_check_name(e, fam);
@@ -284,6 +297,8 @@ static inline int tally__shm_export_pick(struct tally_export *e, const struct ta
 					j = nf++;
 					memset(&fams[j], 0, sizeof(fams[j]));
 					fams[j].name = fam;
+					fams[j].name_const = 1; /* pool's */
+					used += blen + 1;
 					fams[j].kind = kinds[i];
 					fams[j].column = (unsigned)i;
 					fams[j].in_stat = 1;
@@ -310,8 +325,7 @@ static inline int tally__shm_export_pick(struct tally_export *e, const struct ta
 					err = tally__export_fail(e, err, "out of memory", NULL, 0);
 			}
 		}
-		free(fam);
-		free(labels);
+		free(labels); /* (fam, not taken: the pool's next bytes) */
 		if (hidden[i] && i >= counted_from)
 			++*skipped;
 	}
@@ -328,8 +342,11 @@ static inline int tally__shm_export_pick(struct tally_export *e, const struct ta
 		for (j = 0; j < nf; j++)
 			tally__export_family_free(&fams[j]);
 		nf = 0;
+		free(pool);
+		pool = NULL;
 	}
 	*nfam = nf;
+	*names = pool;
 	return err;
 }
 
