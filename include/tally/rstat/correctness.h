@@ -24,7 +24,11 @@
  * the mark half of the slot's record, right after the add's restartable
  * section; elsewhere: in the shared half, a load and an atomic OR only if
  * the bit is clear); then count |delta| toward the flush thresholds of
- * the group and its ancestors (memcg_rstat_updated()).
+ * the group and its ancestors (memcg_rstat_updated()). A group record
+ * (tally_group_record) is two such adds, the sum's and the bucket's, in
+ * one section on x86_64 with rseq (rstat/record.h): its marks follow
+ * both, or, when the section aborts between them, the sum's alone (the
+ * bucket's + 1 is then a fenced update of its own).
  *
  * Flush of the subtree at g, under the tree's flush lock: drain every
  * slot's dirty bitmap into the slot's updated tree (link each dirty group
