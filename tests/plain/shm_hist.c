@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "streamed.h"
 
 #include <float.h>
 #include <signal.h>
@@ -633,28 +634,10 @@ static void hostile(void)
 	tally_shm_close(r);
 }
 
-/* tally_export_render_write's pieces, appended at *(struct streamed *)ctx. */
-struct streamed {
-	char *b;
-	size_t len;
-};
-
-static int streamed(void *ctx, const char *buf, size_t len)
-{
-	struct streamed *s = (struct streamed *)ctx;
-	char *nb = (char *)realloc(s->b, s->len + len);
-	if (!nb)
-		return -ENOMEM;
-	memcpy(nb + s->len, buf, len);
-	s->b = nb;
-	s->len += len;
-	return 0;
-}
-
 /* e's output in fmt (render_alloc); streamed (render_write), the same. */
 static char *render(struct tally_export *e, int fmt)
 {
-	struct streamed s = {NULL, 0};
+	struct streamed s = {NULL, 0, 0};
 	char *out = NULL;
 	size_t len = 0;
 	int err = tally_export_render_alloc(e, fmt, &out, &len);

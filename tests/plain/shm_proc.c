@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "streamed.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -302,26 +303,6 @@ static void names(void)
 	memcpy(nm + TALLY_SHM_NAME_MAX - 6, "{a=\"1\"}", 8);
 	CHECK_EQ(tally_shm_counter(r, nm, &c), -EINVAL);
 	tally_shm_close(r);
-}
-
-/* tally_export_render_write's pieces, appended at *(struct streamed *)ctx. */
-struct streamed {
-	char *b;
-	size_t len;
-	unsigned calls;
-};
-
-static int streamed(void *ctx, const char *buf, size_t len)
-{
-	struct streamed *s = (struct streamed *)ctx;
-	char *nb = (char *)realloc(s->b, s->len + len);
-	if (!nb)
-		return -ENOMEM;
-	memcpy(nb + s->len, buf, len);
-	s->b = nb;
-	s->len += len;
-	s->calls++;
-	return 0;
 }
 
 /* Render a region's Prometheus text through e. */
