@@ -125,6 +125,20 @@ static inline int tally__rstat_mod_slow(struct tally_group *g, unsigned item, ta
 	return 0;
 }
 
+#if TALLY__HAVE_RSEQ
+/* After an rseq add of delta on the slot whose chunk is base + soff:
+ * tally__rstat_count_settled() there (its regions are one region apart),
+ * then the threshold count if it says no. */
+TALLY__INLINE void tally__rstat_rseq_count(struct tally_group *g, unsigned char *base, size_t soff,
+					   tally_sword delta)
+{
+	unsigned long gen = tally__rstat_gen(g->tally__tree);
+	if (tally__unlikely(tally__load(&((struct tally__rstat_cpu *)(void *)(base + soff))->anc_gen) !=
+			    gen))
+		tally__rstat_mod_count(g, (unsigned)(soff >> TALLY_PCPU_REGION_SHIFT), delta, gen);
+}
+#endif
+
 /*
  * The update of word item (an item, or a histogram's word) of a live g
  * that the mark path reaches (fast_items not 0), delta != 0: the rseq add
@@ -137,18 +151,10 @@ TALLY__INLINE void tally__rstat_mod_fast_counted(struct tally_group *g, unsigned
 	/* The add and the dirty marks, no barrier (updated.h). */
 	unsigned char *base = g->tally__pcpu.base;
 	size_t soff;
-	unsigned long gen;
 	if (tally__likely(tally__rstat_rseq_mod(g, base + (size_t)item * sizeof(tally_uword),
 						 (tally_uword)delta, &soff))) {
-		if (!count)
-			return;
-		/* tally__rstat_count_settled(), at the slot's chunk (base +
-		 * soff: its regions are one region apart) */
-		gen = tally__rstat_gen(g->tally__tree);
-		if (tally__unlikely(tally__load(&((struct tally__rstat_cpu *)(void *)(base + soff))
-							 ->anc_gen) != gen))
-			tally__rstat_mod_count(g, (unsigned)(soff >> TALLY_PCPU_REGION_SHIFT), delta,
-					       gen);
+		if (count)
+			tally__rstat_rseq_count(g, base, soff, delta);
 		return;
 	}
 #endif

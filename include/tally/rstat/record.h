@@ -178,18 +178,11 @@ static inline int tally__rstat_record(struct tally_group *g, unsigned h, int64_t
 	{
 		unsigned char *base = g->tally__pcpu.base;
 		size_t soff;
-		unsigned long gen;
 		switch (tally__rstat_rseq_record(g, base + (size_t)sw * sizeof(tally_uword),
 						 base + (size_t)w * sizeof(tally_uword),
 						 (tally_uword)v, &soff)) {
 		case TALLY__RSTAT_REC_DONE:
-			/* the bucket's count, as tally__rstat_mod_fast_counted() */
-			gen = tally__rstat_gen(g->tally__tree);
-			if (tally__unlikely(tally__load(&((struct tally__rstat_cpu *)(void *)(base +
-											 soff))
-								 ->anc_gen) != gen))
-				tally__rstat_mod_count(
-					g, (unsigned)(soff >> TALLY_PCPU_REGION_SHIFT), 1, gen);
+			tally__rstat_rseq_count(g, base, soff, 1); /* the bucket's */
 			return 0;
 		case TALLY__RSTAT_REC_SUM:
 			tally__rstat_mod_fenced(g, w, 1);
