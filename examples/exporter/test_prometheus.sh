@@ -32,8 +32,9 @@ start_exporter "$bin" --seconds 40 --quiesce-after $quiesce --expect-file "$tmp/
 start_prometheus tally
 echo "prometheus on 127.0.0.1:$pport, exporter on 127.0.0.1:$port"
 
-# Wait for the writers to stop and the expected values to be written.
-for i in $(seq 200); do
+# Wait for the writers to stop and the expected values to be written (the
+# writers start at Prometheus' first scrape, however late).
+for i in $(seq 600); do
   grep -q quiesced "$exporter_log" && break
   sleep 0.1
 done

@@ -3,10 +3,13 @@
  * and latency into one shared region (tally/shm.h), the way nginx or
  * PHP-FPM workers would; tallystat reads it from outside.
  *
- *   prefork [-k MS] [-s US] [-e FILE] [-q FILE] [-m METHOD] [-w FILE] REGION WORKERS SECONDS
+ *   prefork [-k MS] [-s US] [-e FILE] [-q FILE] [-m METHOD] [-w FILE] [-x FILE]
+ *           REGION WORKERS SECONDS
  *
  * -w FILE: create the region, then wait (up to a minute) for FILE to exist
  * before starting the workers (a test lets a scraper see it first).
+ * -x FILE: after SECONDS, go on (kills included) until FILE exists, for a
+ * minute at most (a test stops the load once its scraper saw it move).
  *
  * Each worker attaches (an unrelated process would do the same) and
  * serves "requests" until the parent stops it after SECONDS. A request
@@ -188,11 +191,18 @@ static void seconds(char *b, size_t n, unsigned long long ns)
 		b[--k] = '\0';
 }
 
+/* Before SECONDS, or after it until -x's file exists (a minute at most). */
+static int running(double until, const char *xfile)
+{
+	double t = now();
+	return t < until || (xfile && access(xfile, F_OK) && t < until + 60);
+}
+
 int main(int argc, char **argv)
 {
 	struct tally_shm *r = NULL;
 	char why[TALLY_SHM_ERROR_MAX];
-	const char *region, *efile = NULL, *wfile = NULL, *qfile = NULL;
+	const char *region, *efile = NULL, *wfile = NULL, *xfile = NULL, *qfile = NULL;
 	unsigned long long req[MAX_METHODS] = {0}, lat_n = 0, lat_sum = 0, bytes = 0;
 	char secs_buf[48];
 	int logged_all = 1;
@@ -200,9 +210,11 @@ int main(int argc, char **argv)
 	unsigned kills = 0, seed = 1, serve_us = 0, serve_set = 0;
 	double secs, kill_ms = 0, until;
 	int i, n, opt, bad = 0;
-	while ((opt = getopt(argc, argv, "k:s:e:q:m:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "k:s:e:q:m:w:x:")) != -1) {
 		if (opt == 'q')
 			qfile = optarg;
+		else if (opt == 'x')
+			xfile = optarg;
 		else if (opt == 'w')
 			wfile = optarg;
 		else if (opt == 'm')
@@ -219,9 +231,7 @@ int main(int argc, char **argv)
 	if (argc - optind != 3 || (n = atoi(argv[optind + 1])) < 1 || n > MAX_WORKERS ||
 	    (secs = atof(argv[optind + 2])) <= 0 || kill_ms < 0) {
 		fprintf(stderr, "usage: prefork [-k MS] [-s US] [-e FILE] [-q FILE] [-m METHOD] [-w FILE] "
-				"REGION "
-				"WORKERS "
-				"SECONDS\n");
+				"[-x FILE] REGION WORKERS SECONDS\n");
 		return 2;
 	}
 	region = argv[optind];
@@ -247,7 +257,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		pids[i] = spawn(region, (unsigned)i, (unsigned)i * 7919u + 1, serve_us);
 	until = now() + secs;
-	while (kill_ms > 0 && now() < until) {
+	while (kill_ms > 0 && running(until, xfile)) {
 		unsigned v;
 		int tries;
 		seed = seed * 1103515245u + 12345u;
@@ -263,7 +273,7 @@ int main(int argc, char **argv)
 		kills++;
 		pids[v] = spawn(region, v, seed, serve_us);
 	}
-	while (now() < until)
+	while (running(until, xfile))
 		usleep(10000);
 	__atomic_store_n(stop_all, 1u, __ATOMIC_RELEASE);
 	for (i = 0; i < n; i++) {

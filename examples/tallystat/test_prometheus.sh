@@ -3,9 +3,11 @@
 # killed (SIGKILL) and restarted: a throwaway server on loopback (temporary
 # config and storage, 1 s scrape interval) scrapes the reader, which runs
 # outside the workers and attaches the region read-only. prefork (4
-# workers, 6 s, started once Prometheus has scraped the empty region) kills a worker every 0.1 to 0.3 s, usually in a
-# request (holding the per-process gauge inflight_requests +1), and starts
-# another; it never kills one between an add and its acknowledgement (see
+# workers, started once Prometheus has scraped the empty region, stopped
+# once 6 s have passed and Prometheus saw the counts move 4 times) kills a
+# worker every 0.1 to 0.3 s, usually in a request (holding the per-process
+# gauge inflight_requests +1), and starts another; it never kills one
+# between an add and its acknowledgement (see
 # prefork.c), so what the workers acknowledged is exact. Once the workers
 # have stopped and a later scrape has landed, Prometheus must hold, for
 # every series, exactly what the workers acknowledged (the labelled family
@@ -13,8 +15,8 @@
 # request_latency_seconds_count and _sum, and inflight_requests 0);
 # histogram_quantile() over the served buckets within the bucket that holds
 # the exact quantile of every latency acknowledged (the bucket's error: its
-# le set is fixed, the 1-2-5 grid); no counter reset in any counter series over the
-# run (resets() == 0: restarts never move a shared count back); the
+# le set is fixed, the 1-2-5 grid); no counter reset in any counter series
+# over the run (resets() == 0: restarts never move a shared count back); the
 # per-process gauge within [0, workers] at every scrape (a dead worker's +1
 # left the sum with it: a shared gauge would have climbed by one per kill
 # in a request); and promtool finds the page clean. Stops everything it
@@ -26,7 +28,8 @@ tallystat=$1 prefork=$2
 workers=4
 region=$tmp/region
 
-"$prefork" -k 200 -s 300 -e "$tmp/want" -q "$tmp/quantiles" -w "$tmp/go" "$region" $workers 6 \
+"$prefork" -k 200 -s 300 -e "$tmp/want" -q "$tmp/quantiles" -w "$tmp/go" -x "$tmp/stop" \
+  "$region" $workers 6 \
   >"$tmp/prefork.out" 2>"$tmp/prefork.log" &
 fpid=$!
 pids+=($fpid)
@@ -54,6 +57,13 @@ for i in $(seq 200); do
   sleep 0.1
 done
 touch "$tmp/go"
+deadline=$((SECONDS + 60))
+until [ "$(query 'changes(response_bytes_total{job="tally"}[5m])' |
+  jq -r '.data.result[0].value[1] // 0' || echo 0)" -ge 4 ]; do
+  [ $SECONDS -lt $deadline ] || { touch "$tmp/stop"; fail "Prometheus saw the counts move fewer than 4 times in 60 s"; }
+  sleep 0.5
+done
+touch "$tmp/stop"
 wait $fpid || { cat "$tmp/prefork.log"; fail "prefork failed"; }
 cat "$tmp/prefork.log"
 kills=$(sed -n 's/.*quiesced: \([0-9]*\) kills.*/\1/p' "$tmp/prefork.log")

@@ -23,8 +23,9 @@
  *   - the exporter flushes before each render: every row is exact as of
  *     the scrape.
  *
- * Workers run for Q seconds (default 3) while a churner replaces a tenant
- * every U microseconds (default 2000); then the program checks, in
+ * Workers run for Q seconds (default 3), or until the process gets
+ * SIGUSR1, while a churner replaces a tenant every U microseconds
+ * (default 2000); then the program checks, in
  * process, that the root's totals equal the workers' own counts (kept
  * apart from tally) and that every in-flight gauge is 0, prints
  * "quiesced" and the figures ("exact" or the mismatch), writes the
@@ -40,6 +41,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +182,8 @@ int main(int argc, char **argv)
 	struct tally_export e;
 	struct tally_hist_snap snap;
 	struct worker *ws;
+	struct timespec q;
+	sigset_t quiesce_now;
 	pthread_t churner;
 	const char *listen = NULL, *expect_file = NULL;
 	char path[4096];
@@ -218,6 +222,10 @@ int main(int argc, char **argv)
 		goto usage;
 	if (seconds < quiesce)
 		seconds = quiesce;
+	/* Blocked in every thread (they inherit the mask); main waits for it. */
+	sigemptyset(&quiesce_now);
+	sigaddset(&quiesce_now, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &quiesce_now, NULL);
 
 	memset(&o, 0, sizeof(o));
 	o.nr_items = NITEMS;
@@ -281,7 +289,10 @@ int main(int argc, char **argv)
 		pthread_create(&ws[k].tid, NULL, worker_main, &ws[k]);
 	}
 	pthread_create(&churner, NULL, churner_main, (void *)(uintptr_t)churn_us);
-	usleep((useconds_t)(quiesce * 1e6));
+	q.tv_sec = (time_t)quiesce;
+	q.tv_nsec = (long)((quiesce - (double)q.tv_sec) * 1e9);
+	while (sigtimedwait(&quiesce_now, NULL, &q) < 0 && errno == EINTR)
+		;
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (k = 0; k < nw; k++) {
 		pthread_join(ws[k].tid, NULL);

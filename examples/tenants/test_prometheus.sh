@@ -2,8 +2,9 @@
 # A real Prometheus against examples/tenants while its tenants churn: a
 # throwaway server on loopback (temporary config and storage, 1 s scrape
 # interval) scrapes it while workers serve requests and a churner destroys
-# and re-creates a tenant every 2 ms. Once the workers have stopped and a
-# later scrape has landed, the HTTP API must hold:
+# and re-creates a tenant every 2 ms. The workers stop (SIGUSR1) only once
+# Prometheus holds two rising samples of the root's requests, however slow
+# its start; once a later scrape has landed, the HTTP API must hold:
 #   - up == 1, and the root's rows (every tenant ever, destroyed ones
 #     included) equal to the workers' own counts: requests, bytes and the
 #     latency histogram's count, exactly;
@@ -22,8 +23,9 @@
 need prometheus curl jq timeout
 bin=$1
 workers=2
-start_exporter "$bin" --seconds 30 --quiesce-after 8 --workers $workers --tenants 6 \
+start_exporter "$bin" --seconds 120 --quiesce-after 60 --workers $workers --tenants 6 \
   --churn-us 2000 --expect-file "$tmp/expected"
+tenants_pid=${pids[-1]}
 
 if command -v promtool >/dev/null 2>&1; then
   curl -sf --max-time 2 "http://127.0.0.1:$port/metrics" >"$tmp/page"
@@ -38,6 +40,14 @@ start_prometheus tenants
 echo "prometheus on 127.0.0.1:$pport, tenants on 127.0.0.1:$port"
 val() { query "$1" | jq -r '.data.result[0].value[1] // "none"'; }
 
+# Under load until Prometheus has seen the root's requests rise.
+deadline=$((SECONDS + 50))
+until awk -v r="$(val 'rate(tenants_requests_total{group="/",job="tenants"}[5m])')" \
+    'BEGIN { exit !(r + 0 > 0) }'; do
+  [ $SECONDS -lt $deadline ] || fail "Prometheus saw no two rising samples in 50 s under load"
+  sleep 0.5
+done
+kill -USR1 "$tenants_pid"
 for i in $(seq 200); do
   grep -q quiesced "$exporter_log" && break
   sleep 0.1
