@@ -6,8 +6,9 @@
  *   prefork [-k MS] [-s US] [-e FILE] [-q FILE] [-m METHOD] [-w FILE] [-x FILE]
  *           REGION WORKERS SECONDS
  *
- * -w FILE: create the region, then wait (up to a minute) for FILE to exist
- * before starting the workers (a test lets a scraper see it first).
+ * -w FILE: create the region, say so on stderr ("region ready"), then wait
+ * (up to a minute) for FILE to exist before starting the workers (a test
+ * lets a scraper see it first).
  * -x FILE: after SECONDS, go on (kills included) until FILE exists, for a
  * minute at most (a test stops the load once its scraper saw it move).
  *
@@ -252,6 +253,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "prefork: %s\n", why);
 		return 1;
 	}
+	if (wfile)
+		fprintf(stderr, "prefork: region ready, waiting for %s\n", wfile);
 	for (i = 0; wfile && access(wfile, F_OK) && i < 6000; i++)
 		usleep(10000);
 	for (i = 0; i < n; i++)

@@ -33,8 +33,9 @@ region=$tmp/region
   >"$tmp/prefork.out" 2>"$tmp/prefork.log" &
 fpid=$!
 pids+=($fpid)
-for i in $(seq 100); do [ -s "$region" ] && break; sleep 0.05; done
-[ -s "$region" ] || fail "prefork made no region"
+# Initialised, not only there: a reader refuses a region still being made.
+for i in $(seq 200); do grep -q "region ready" "$tmp/prefork.log" && break; sleep 0.05; done
+grep -q "region ready" "$tmp/prefork.log" || { cat "$tmp/prefork.log"; fail "prefork made no region"; }
 
 : >"$tmp/serve.log"
 "$tallystat" --serve 127.0.0.1:0 "$region" 2>>"$tmp/serve.log" &
