@@ -35,6 +35,9 @@ export TALLY_STRESS_SECONDS=${TALLY_PORTS_STRESS_SECONDS:-1}
 # gcc's debug information as line tables only (-g1), as in ./run-tests:
 # what a failing program's backtrace needs, without variable tracking.
 g1=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+# The plain programs at -O0, as in ./run-tests' sanitizer builds (a third
+# of the compile); the stress programs and fuzzers keep -O2.
+t0=(-DTALLY_TEST_FLAGS=-O0)
 
 default=(aarch64 armhf s390x musl x32)
 all=(aarch64 armhf riscv64 ppc64el s390x musl x32)
@@ -138,7 +141,7 @@ EOF
 		# host's Criterion or liburcu).
 		PKG_CONFIG_LIBDIR=$pcdir PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR=$sys \
 			cmake -S "$src" -B "$b" -DCMAKE_TOOLCHAIN_FILE="$b/toolchain.cmake" \
-			-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF -DTALLY_RSTAT=$rstat \
+			-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF "${t0[@]}" -DTALLY_RSTAT=$rstat \
 			"${only[@]}" >/dev/null
 		PKG_CONFIG_LIBDIR=$pcdir PKG_CONFIG_SYSROOT_DIR=$sys cmake --build "$b" -j "$jobs" >/dev/null
 		run_ctest "$b"
@@ -147,7 +150,7 @@ EOF
 		command -v musl-gcc >/dev/null || { echo "ports: musl-gcc missing (musl-tools)" >&2; exit 1; }
 		mkdir -p "$b/no-pkgconfig"
 		PKG_CONFIG_LIBDIR=$b/no-pkgconfig PKG_CONFIG_PATH= CC=musl-gcc \
-			cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${g1[@]}" -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF \
+			cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${g1[@]}" -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF "${t0[@]}" \
 			-DTALLY_RSTAT=OFF -DTALLY_BUILD_EXAMPLES=ON >/dev/null
 		cmake --build "$b" -j "$jobs" >/dev/null
 		run_ctest "$b"
@@ -155,7 +158,7 @@ EOF
 	x32)
 		mkdir -p "$b/no-pkgconfig"
 		PKG_CONFIG_LIBDIR=$b/no-pkgconfig PKG_CONFIG_PATH= CC=gcc \
-			cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${g1[@]}" -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF \
+			cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${g1[@]}" -DTALLY_WERROR=ON -DTALLY_CRITERION=OFF "${t0[@]}" \
 			-DTALLY_RSTAT=OFF -DTALLY_BUILD_EXAMPLES=ON -DCMAKE_C_FLAGS=-mx32 \
 			-DCMAKE_EXE_LINKER_FLAGS=-mx32 >/dev/null
 		cmake --build "$b" -j "$jobs" >/dev/null
